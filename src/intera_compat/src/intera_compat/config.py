@@ -1,0 +1,111 @@
+"""Robot configuration (``config/<robot>.yaml``) as typed, validated data."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import yaml
+
+PACKAGE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DEFAULT_CONFIG = os.path.join(PACKAGE_DIR, "config", "sawyer.yaml")
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Per-joint limits, arrays ordered like ``RobotConfig.all_joints``."""
+
+    lower: np.ndarray  # rad
+    upper: np.ndarray  # rad
+    velocity: np.ndarray  # rad/s
+    effort: np.ndarray  # Nm
+    accel: np.ndarray  # rad/s^2
+
+
+@dataclass
+class RobotConfig:
+    path: str
+    raw: dict
+    robot_class: str
+    hlr_version: str
+    urdf_path: str
+    srdf_path: str
+    limb: str
+    base_frame: str
+    joint_names: list[str]
+    head_joint: str
+    limits: JointLimits
+    named_poses: dict
+    tips: list[str]
+    avoidance_margin: float
+    rates: dict
+    control: dict
+    sim: dict = field(default_factory=dict)
+
+    @property
+    def all_joints(self) -> list[str]:
+        """Arm joints then the head joint: the order of every per-joint array in the core."""
+        return list(self.joint_names) + ([self.head_joint] if self.head_joint else [])
+
+    @property
+    def n_arm(self) -> int:
+        return len(self.joint_names)
+
+    def named_pose(self, group: str, name: str) -> np.ndarray:
+        return np.array(self.named_poses[group]["poses"][name], dtype=float)
+
+    def urdf_xml(self) -> str:
+        with open(self.urdf_path) as f:
+            return f.read()
+
+    def srdf_xml(self) -> str:
+        with open(self.srdf_path) as f:
+            return f.read()
+
+
+def _pkg_path(p: str) -> str:
+    return p if os.path.isabs(p) else os.path.join(PACKAGE_DIR, p)
+
+
+def load_config(path: str | None = None) -> RobotConfig:
+    """Load and validate a robot config; raises ValueError naming the offending key."""
+    path = path or DEFAULT_CONFIG
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    names = list(raw["joint_names"])
+    head = raw.get("head_joint") or ""
+    all_joints = names + ([head] if head else [])
+    lim = raw["joint_limits"]
+    missing = [j for j in all_joints if j not in lim]
+    if missing:
+        raise ValueError(f"{path}: joint_limits has no entry for {missing}")
+
+    def col(key):
+        return np.array([float(lim[j][key]) for j in all_joints])
+
+    limits = JointLimits(col("lower"), col("upper"), col("velocity"), col("effort"), col("accel"))
+    if np.any(limits.lower >= limits.upper):
+        raise ValueError(f"{path}: joint_limits lower >= upper")
+    ctrl = raw["control"]
+    for key in ("kp", "kd", "ki", "integral_limit"):
+        if len(ctrl[key]) != len(all_joints):
+            raise ValueError(f"{path}: control.{key} needs {len(all_joints)} values")
+    return RobotConfig(
+        path=path,
+        raw=raw,
+        robot_class=raw["robot_class"],
+        hlr_version=str(raw["hlr_version"]),
+        urdf_path=_pkg_path(raw["urdf"]),
+        srdf_path=_pkg_path(raw["srdf"]),
+        limb=raw["limb"],
+        base_frame=raw["base_frame"],
+        joint_names=names,
+        head_joint=head,
+        limits=limits,
+        named_poses=raw["named_poses"],
+        tips=list(raw["tips"]),
+        avoidance_margin=float(raw["avoidance_margin"]),
+        rates=dict(raw["rates"]),
+        control=dict(ctrl),
+        sim=dict(raw.get("sim", {})),
+    )

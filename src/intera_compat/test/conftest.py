@@ -1,0 +1,94 @@
+"""Test harness: a private rosmaster per pytest process and nodes run in their own process groups.
+
+* ``ros_master`` (session): ``rosmaster --core`` on a free port, ROS env pointed at it, this process
+  initialised as a rospy node once (rospy allows one init per process).
+* ``launch`` (function): start ``roslaunch``/``rosrun`` command lines as subprocesses in new
+  sessions; every one is SIGTERM'd (then SIGKILL'd) with its whole process group afterwards.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def ros_master():
+    port = free_port()
+    uri = f"http://127.0.0.1:{port}"
+    home = tempfile.mkdtemp(prefix="roshome-")
+    os.environ.update(ROS_MASTER_URI=uri, ROS_HOSTNAME="127.0.0.1", ROS_HOME=home)
+    os.environ.pop("ROS_IP", None)
+    proc = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    import rosgraph
+
+    deadline = time.time() + 20
+    while not rosgraph.is_master_online(uri):
+        if time.time() > deadline or proc.poll() is not None:
+            kill_group(proc)
+            raise RuntimeError("rosmaster did not start")
+        time.sleep(0.05)
+    import rospy
+
+    rospy.init_node("pytest_client", anonymous=True, disable_signals=True)
+    yield uri
+    rospy.signal_shutdown("tests done")
+    kill_group(proc)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def launch(ros_master, tmp_path):
+    """``launch(*argv)`` starts a command (e.g. roslaunch args) against the private master."""
+    procs = []
+
+    def start(*argv, log_name=None):
+        log = open(tmp_path / (log_name or f"proc{len(procs)}.log"), "w")
+        p = subprocess.Popen(list(argv), env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        procs.append((p, log))
+        return p
+
+    yield start
+    for p, log in reversed(procs):
+        kill_group(p)
+        log.close()
+    _clear_params()
+
+
+def _clear_params():
+    """Each test starts from an empty parameter server (roslaunch leaves params behind)."""
+    import rosgraph
+    import rosparam
+
+    master = rosgraph.Master("/pytest")
+    for name in master.getParamNames():
+        if name not in ("/run_id", "/rosversion", "/rosdistro"):
+            try:
+                rosparam.delete_param(name, verbose=False)
+            except Exception:
+                pass
