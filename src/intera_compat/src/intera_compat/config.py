@@ -38,6 +38,7 @@ class RobotConfig:
     named_poses: dict
     tips: list[str]
     avoidance_margin: float
+    armature: np.ndarray  # kg m^2 per joint (config order)
     rates: dict
     control: dict
     sim: dict = field(default_factory=dict)
@@ -90,6 +91,8 @@ def load_config(path: str | None = None) -> RobotConfig:
     for key in ("kp", "kd", "ki", "integral_limit"):
         if len(ctrl[key]) != len(all_joints):
             raise ValueError(f"{path}: control.{key} needs {len(all_joints)} values")
+    if len(raw.get("armature", all_joints)) != len(all_joints):
+        raise ValueError(f"{path}: armature needs {len(all_joints)} values")
     return RobotConfig(
         path=path,
         raw=raw,
@@ -105,6 +108,7 @@ def load_config(path: str | None = None) -> RobotConfig:
         named_poses=raw["named_poses"],
         tips=list(raw["tips"]),
         avoidance_margin=float(raw["avoidance_margin"]),
+        armature=np.array(raw.get("armature", [0.0] * len(all_joints)), dtype=float),
         rates=dict(raw["rates"]),
         control=dict(ctrl),
         sim=dict(raw.get("sim", {})),

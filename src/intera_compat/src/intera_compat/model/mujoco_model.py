@@ -4,7 +4,8 @@ Bodies, joint placements, axes, limits and (fixed-link-merged) inertias come str
 pinocchio model, so the plant and the controllers' dynamics agree to rounding. Every link frame
 becomes a site named after the link (FK checks, endpoint sensors); collision shapes become
 non-colliding geoms (for viewers); each movable joint gets a torque motor limited to its effort.
-Joint damping, dry friction and armature come from the config's ``sim`` section.
+Armature (rotor inertia) is the config's ``armature`` (shared with the controller model); joint
+damping and dry friction come from its ``sim`` section (the plant only).
 """
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def build_mjcf(rm: RobotModel) -> str:
         ET.SubElement(body, "joint", name=name, type="hinge", axis=_fmt(_axis(model.joints[jid])),
                       range=_fmt([model.lowerPositionLimit[idx], model.upperPositionLimit[idx]]),
                       damping="%.6g" % sim["damping"][i], frictionloss="%.6g" % sim["frictionloss"][i],
-                      armature="%.6g" % sim["armature"][i])
+                      armature="%.6g" % cfg.armature[i])
     for f in model.frames:  # a site for every link frame, named after the link
         if f.type != pin.BODY or f.name in ("universe",):
             continue

@@ -65,7 +65,7 @@ class RobotModel:
             raise ValueError(f"URDF joints not in the config: {extra}")
         # config index i <-> pinocchio q index perm[i]
         self.perm = np.array([self.model.joints[self.model.getJointId(j)].idx_q for j in self.joint_names])
-        self.inv_perm = np.argsort(self.perm)
+        self.model.armature[self.perm] = cfg.armature  # rotor inertia: RNEA/CRBA include it
         self._q = np.zeros(self.model.nq)
         self._v = np.zeros(self.model.nv)
         self._a = np.zeros(self.model.nv)

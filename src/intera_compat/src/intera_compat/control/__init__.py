@@ -1,0 +1,1 @@
+"""Per-cycle control laws (pure numpy/pinocchio/ruckig)."""

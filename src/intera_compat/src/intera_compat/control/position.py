@@ -1,0 +1,82 @@
+"""POSITION_MODE: time-synchronised, speed-ratio-limited setpoint generation (ruckig, online).
+
+Every cycle ``update`` advances a jerk-limited setpoint toward the latest targets with every
+joint scaled to arrive at the same time (Intera/SIM behaviour), velocity limited to
+``speed_ratio × v_max`` and acceleration to ``max(speed_ratio, accel_floor) × a_max``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from ruckig import InputParameter, OutputParameter, Result, Ruckig
+
+MIN_RATIO = 1e-3  # ratio 0 would mean "never arrive"; the SDK clips to [0, 1]
+
+
+class PositionInterpolator:
+    def __init__(self, vmax: np.ndarray, amax: np.ndarray, dt: float, jerk_factor: float = 10.0,
+                 accel_floor: float = 0.3):
+        self.n = len(vmax)
+        self.vmax = np.asarray(vmax, float)
+        self.amax = np.asarray(amax, float)
+        self.jerk_factor = jerk_factor
+        self.accel_floor = accel_floor
+        self.otg = Ruckig(self.n, dt)
+        self.inp = InputParameter(self.n)
+        self.out = OutputParameter(self.n)
+        self.q = np.zeros(self.n)
+        self.v = np.zeros(self.n)
+        self.a = np.zeros(self.n)
+        self.target = np.zeros(self.n)
+        self._dirty = True
+        self.ratio = -1.0
+        self.set_ratio(0.3)
+
+    def set_ratio(self, ratio: float) -> None:
+        ratio = min(max(float(ratio), MIN_RATIO), 1.0)
+        if ratio == self.ratio:
+            return
+        self.ratio = ratio
+        acc = self.amax * max(ratio, self.accel_floor)
+        self.inp.max_velocity = (self.vmax * ratio).tolist()
+        self.inp.max_acceleration = acc.tolist()
+        self.inp.max_jerk = (acc * self.jerk_factor).tolist()
+        self._dirty = True
+
+    def reset(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
+        """Restart from the measured state, holding ``q`` (target = q)."""
+        self.q[:] = q
+        self.v[:] = 0.0 if v is None else np.clip(v, -self.vmax, self.vmax)
+        self.a[:] = 0.0
+        self.target[:] = q
+        self._dirty = True
+
+    def set_target(self, target: np.ndarray) -> None:
+        self.target[:] = target
+        self._dirty = True
+
+    def update(self) -> None:
+        """Advance one cycle; results in ``q``, ``v``, ``a``."""
+        if self._dirty:
+            inp = self.inp
+            inp.current_position = self.q.tolist()
+            inp.current_velocity = self.v.tolist()
+            inp.current_acceleration = self.a.tolist()
+            inp.target_position = self.target.tolist()
+            inp.target_velocity = [0.0] * self.n
+            inp.target_acceleration = [0.0] * self.n
+            self._dirty = False
+        res = self.otg.update(self.inp, self.out)
+        if res == Result.Working or res == Result.Finished:
+            self.q[:] = self.out.new_position
+            self.v[:] = self.out.new_velocity
+            self.a[:] = self.out.new_acceleration
+            self.out.pass_to_input(self.inp)
+        else:  # invalid input (should not happen: inputs are clamped) → hold the target
+            self.q[:] = self.target
+            self.v[:] = 0.0
+            self.a[:] = 0.0
+            self._dirty = True
+
+    @property
+    def settled(self) -> bool:
+        return bool(np.all(self.q == self.target)) and not np.any(self.v)

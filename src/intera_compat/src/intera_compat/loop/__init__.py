@@ -1,0 +1,1 @@
+"""The realtime loop: scheduler, command arbitration, timing statistics, shared-memory exchange."""

@@ -1,0 +1,84 @@
+"""Fixed-rate scheduling for a Python 1 kHz loop (measured in shared/reference/loop_timing_study.md).
+
+* absolute deadlines (``next += period``), hybrid sleep: ``time.sleep`` until ``margin`` before
+  the deadline, then spin on the monotonic clock;
+* ticks missed by more than a period are skipped and counted, never replayed in a burst;
+* ``setup_realtime`` pins the process to one core and asks for SCHED_FIFO and a 1 ns timer slack,
+  reporting what it got (falls back cleanly without privileges).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+PR_SET_TIMERSLACK = 29
+PR_SET_PDEATHSIG = 1
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def die_with_parent(sig: int = 15) -> None:
+    """Ask the kernel to signal us when the parent (the listener process) dies."""
+    _prctl(PR_SET_PDEATHSIG, sig)
+
+
+def setup_realtime(cpu: int | None = None, priority: int = 50) -> dict:
+    """Pin to ``cpu`` (default: the last core) and try SCHED_FIFO; returns what was granted."""
+    got = {"cpu": -1, "fifo": False, "slack": _prctl(PR_SET_TIMERSLACK, 1), "message": ""}
+    ncpu = os.cpu_count() or 1
+    if ncpu > 1:
+        cpu = ncpu - 1 if cpu is None else cpu
+        try:
+            os.sched_setaffinity(0, {cpu})
+            got["cpu"] = cpu
+        except OSError as e:
+            got["message"] += f"affinity to CPU {cpu} refused ({e.strerror}); "
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        got["fifo"] = True
+    except (OSError, AttributeError) as e:
+        got["message"] += f"SCHED_FIFO refused ({getattr(e, 'strerror', e)}), running SCHED_OTHER; "
+    return got
+
+
+class Scheduler:
+    """Deadline keeper. ``period`` is in wall seconds; ``period <= 0`` runs as fast as possible."""
+
+    def __init__(self, period: float, margin: float = 150e-6):
+        self.period = period
+        self.margin = margin
+        self.next = time.monotonic()
+        self.skipped = 0
+
+    def wait(self) -> float:
+        """Sleep until the next deadline; returns the lateness (s) of this wake-up."""
+        if self.period <= 0:
+            return 0.0
+        nxt = self.next
+        clock = time.monotonic
+        remaining = nxt - clock()
+        if remaining > self.margin:
+            time.sleep(remaining - self.margin)
+        while clock() < nxt:
+            pass
+        return clock() - nxt
+
+    def advance(self) -> int:
+        """Move to the next deadline, skipping ticks that are already in the past; returns skips."""
+        if self.period <= 0:
+            return 0
+        self.next += self.period
+        behind = time.monotonic() - self.next
+        if behind > self.period:
+            k = int(behind / self.period)
+            self.next += k * self.period
+            self.skipped += k
+            return k
+        return 0

@@ -1,0 +1,1 @@
+"""ROS edge: message conversions and node wiring (the only package that imports rospy)."""

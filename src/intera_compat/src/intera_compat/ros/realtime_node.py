@@ -1,0 +1,353 @@
+"""``realtime_loop`` node: the joint control listeners and state publishers (layer 3) around the
+realtime process (layer 2, ``intera_compat.loop.process``), exchanging state through shared memory.
+
+Callbacks only validate and store; publishing happens on a thread woken by the loop's ticks.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Pose, Twist, Wrench
+from intera_core_msgs.msg import (EndpointState, EndpointStates, HomingCommand, HomingState, JointCommand,
+                                  JointLimits, RobotAssemblyState, SEAJointState)
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Empty, Float64, UInt16
+from std_srvs.srv import SetBool, SetBoolResponse
+
+from ..config import load_config
+from ..loop.commands import CommandMailbox, CommandValidator
+from ..loop.layouts import (HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_STATE_100HZ, command_layout,
+                            control_layout, state_layout)
+from ..loop.shm import SeqlockRecord
+from ..model.robot_model import RobotModel
+from .wrench import WrenchEstimator
+
+SUPPRESS_TOPICS = {
+    "suppress_gravity_compensation": "suppress_gravity_id",
+    "suppress_collision_avoidance": "suppress_collision_avoidance_id",
+    "suppress_contact_safety": "suppress_contact_safety_id",
+    "suppress_cuff_interaction": "suppress_cuff_id",
+}
+
+
+def _percentile(hist: np.ndarray, p: float) -> float:
+    total = hist.sum()
+    if total <= 0:
+        return 0.0
+    return float(np.searchsorted(np.cumsum(hist), p * total))
+
+
+def pose_msg(M) -> Pose:
+    p = Pose()
+    t = M.translation
+    p.position.x, p.position.y, p.position.z = t
+    import pinocchio as pin
+
+    q = pin.Quaternion(M.rotation)
+    p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = q.x, q.y, q.z, q.w
+    return p
+
+
+class RealtimeLoopNode:
+    def __init__(self):
+        self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
+        self.rm = RobotModel(cfg)
+        self.names = cfg.all_joints
+        n = self.n = len(self.names)
+        self.n_arm = cfg.n_arm
+        self.limb = cfg.limb
+        self.loop_hz = float(cfg.rates["loop_hz"])
+        self.command = SeqlockRecord(command_layout(n), create=True)
+        self.control = SeqlockRecord(control_layout(), create=True)
+        self.state = SeqlockRecord(state_layout(n), create=True)
+        self.sim_time = bool(rospy.get_param("/use_sim_time", False))
+        self.speedup = float(rospy.get_param("~speedup", 1.0))
+        self.lock = threading.Lock()
+        ctl = self.control.local
+        ctl.speed_ratio[0] = float(cfg.control["speed_ratio"])
+        ctl.command_timeout[0] = float(cfg.control["command_timeout"])
+        self.set_publish_rate(float(cfg.rates["joint_states_hz"]), log=False)
+        self.control.publish_local()
+        lim = cfg.limits
+        self.validator = CommandValidator(self.names, lim.lower, lim.upper, lim.velocity, lim.effort)
+        self.mailbox = CommandMailbox(self.command)
+        self._homing_div = 0
+        start_enabled = bool(rospy.get_param("~start_enabled", cfg.sim.get("start_enabled", True)))
+        rospy.set_param("/robot/armnav_robot_description", self.rm.avoidance_urdf)
+        self.read_fd, write_fd = os.pipe()
+        argv = [sys.executable, "-m", "intera_compat.loop.process", "--command-shm", self.command.name,
+                "--control-shm", self.control.name, "--state-shm", self.state.name, "--tick-fd", str(write_fd),
+                "--speedup", str(self.speedup if self.sim_time else 1.0), "--start-enabled", str(int(start_enabled)),
+                "--backend", rospy.get_param("~backend", "sim")]
+        if cfg.path:
+            argv += ["--config", cfg.path]
+        if self.sim_time:
+            argv.append("--sim-time")
+        if rospy.get_param("~no_rt", False):
+            argv.append("--no-rt")
+        self.proc = subprocess.Popen(argv, pass_fds=(write_fd,))
+        os.close(write_fd)
+        self._make_publishers()
+        self._make_subscribers()
+        self.wrench = WrenchEstimator(self.rm, cfg.tips[0], cfg.sim.get("damping", np.zeros(n)))
+        self._diag_prev = None
+        self._state_thread = threading.Thread(target=self._publish_loop, daemon=True)
+        self._state_thread.start()
+
+    # ---------------------------------------------------------------- wiring
+    def _make_publishers(self):
+        L = f"/robot/limb/{self.limb}"
+        self.pub_js = rospy.Publisher("/robot/joint_states", JointState, queue_size=1, tcp_nodelay=True)
+        self.pub_sea = rospy.Publisher(f"{L}/gravity_compensation_torques", SEAJointState, queue_size=1,
+                                       tcp_nodelay=True)
+        self.pub_ep = rospy.Publisher(f"{L}/endpoint_state", EndpointState, queue_size=1, tcp_nodelay=True)
+        self.pub_tips = rospy.Publisher(f"{L}/tip_states", EndpointStates, queue_size=1, tcp_nodelay=True)
+        self.pub_state = rospy.Publisher("/robot/state", RobotAssemblyState, queue_size=1)
+        self.pub_homing = rospy.Publisher("/robot/homing_states", HomingState, queue_size=1)
+        self.pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        self.pub_clock = rospy.Publisher("/clock", Clock, queue_size=1) if self.sim_time else None
+        self.pub_limits = rospy.Publisher("/robot/joint_limits", JointLimits, queue_size=1, latch=True)
+        lim = self.cfg.limits
+        self.pub_limits.publish(JointLimits(joint_names=self.names, position_lower=lim.lower.tolist(),
+                                            position_upper=lim.upper.tolist(), velocity=lim.velocity.tolist(),
+                                            accel=lim.accel.tolist(), effort=lim.effort.tolist()))
+
+    def _make_subscribers(self):
+        L = f"/robot/limb/{self.limb}"
+        rospy.Subscriber(f"{L}/joint_command", JointCommand, self._on_command, queue_size=1, tcp_nodelay=True)
+        rospy.Subscriber(f"{L}/joint_command_timeout", Float64, self._on_timeout, queue_size=1)
+        rospy.Subscriber(f"{L}/set_speed_ratio", Float64, self._on_speed_ratio, queue_size=1)
+        rospy.Subscriber("/robot/set_super_enable", Bool, self._on_enable, queue_size=1)
+        rospy.Subscriber("/robot/set_super_stop", Empty, lambda _: self._bump("stop_id"), queue_size=1)
+        rospy.Subscriber("/robot/set_super_reset", Empty, lambda _: self._bump("reset_id"), queue_size=1)
+        rospy.Subscriber("/robot/joint_state_publish_rate", UInt16, self._on_rate, queue_size=1)
+        rospy.Subscriber("/robot/set_homing_mode", HomingCommand, lambda _: None, queue_size=1)
+        for topic, key in SUPPRESS_TOPICS.items():
+            rospy.Subscriber(f"{L}/{topic}", Empty, lambda _, k=key: self._bump(k), queue_size=1, tcp_nodelay=True)
+        rospy.Service("/robot/sim/set_estop", SetBool, self._on_estop)
+
+    # ---------------------------------------------------------------- listeners (store only)
+    def _bump(self, key: str, **values) -> None:
+        with self.lock:
+            ctl = self.control.local
+            for k, v in values.items():
+                getattr(ctl, k)[0] = v
+            getattr(ctl, key)[0] += 1
+            self.control.publish_local()
+
+    def _on_enable(self, msg: Bool) -> None:
+        self._bump("enable_id", enable_value=1.0 if msg.data else 0.0)
+
+    def _on_estop(self, req):
+        self._bump("estop_id", estop_pressed=1.0 if req.data else 0.0)
+        return SetBoolResponse(True, "E-stop " + ("pressed" if req.data else "released"))
+
+    def _on_timeout(self, msg: Float64) -> None:
+        t = msg.data
+        if not np.isfinite(t):
+            rospy.logerr_throttle(1.0, f"joint_command_timeout rejected: data is {t}; keeping the previous value")
+            return
+        if t < 0.0 or t > 1.0:
+            rospy.logwarn_throttle(1.0, f"joint_command_timeout {t} s outside [0, 1] s; clamped")
+        with self.lock:
+            self.control.local.command_timeout[0] = min(max(t, 0.0), 1.0)
+            self.control.publish_local()
+
+    def _on_speed_ratio(self, msg: Float64) -> None:
+        r = msg.data
+        if not np.isfinite(r):
+            rospy.logerr_throttle(1.0, f"set_speed_ratio rejected: data is {r}; keeping the previous ratio")
+            return
+        with self.lock:
+            self.control.local.speed_ratio[0] = min(max(r, 0.0), 1.0)
+            self.control.publish_local()
+
+    def set_publish_rate(self, hz: float, log: bool = True) -> None:
+        hz = min(max(hz, 1.0), self.loop_hz)
+        self.control.local.joint_state_decimation[0] = max(1, int(round(self.loop_hz / hz)))
+        if log:
+            rospy.loginfo(f"/robot/joint_states now at {self.loop_hz / self.control.local.joint_state_decimation[0]:.0f} Hz")
+
+    def _on_rate(self, msg: UInt16) -> None:
+        if msg.data == 0:
+            rospy.logerr_throttle(1.0, "joint_state_publish_rate rejected: data is 0 Hz")
+            return
+        with self.lock:
+            self.set_publish_rate(float(msg.data))
+            self.control.publish_local()
+
+    def _on_command(self, msg: JointCommand) -> None:
+        v = self.validator.check(msg.mode, msg.names, {"position": msg.position, "velocity": msg.velocity,
+                                                       "acceleration": msg.acceleration, "effort": msg.effort})
+        if not v.ok:
+            rospy.logerr_throttle(1.0, f"JointCommand rejected: {v.error}; holding last command")
+            return
+        if v.warnings:
+            rospy.logwarn_throttle(1.0, "JointCommand: " + "; ".join(v.warnings))
+        with self.lock:
+            self.mailbox.post(v, self.state.shared.consumed_cmd_id[0])
+
+    # ---------------------------------------------------------------- publishers
+    def _stamp(self, st) -> rospy.Time:
+        return rospy.Time.from_sec(st.time[0]) if self.sim_time else rospy.Time.now()
+
+    def _publish_loop(self):
+        buf = bytearray(256)
+        while not rospy.is_shutdown():
+            try:
+                k = os.readv(self.read_fd, [buf])
+            except OSError:
+                return
+            if k == 0:  # loop process gone
+                rospy.logerr("realtime loop process exited")
+                rospy.signal_shutdown("realtime loop process exited")
+                return
+            flags = 0
+            for i in range(k):
+                flags |= buf[i]
+            while not self.state.read():
+                time.sleep(1e-5)
+            st = self.state.local
+            try:
+                if self.pub_clock is not None:
+                    self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(st.time[0])))
+                stamp = self._stamp(st)
+                if flags & TICK_JOINT_STATES:
+                    self._publish_joint_states(st, stamp)
+                if flags & TICK_STATE_100HZ:
+                    self._publish_endpoint(st, stamp)
+                    self._publish_robot_state(st)
+                if flags & TICK_DIAGNOSTICS:
+                    self._publish_diagnostics(st, stamp)
+            except rospy.ROSException:
+                return
+
+    def _publish_joint_states(self, st, stamp):
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = self.names
+        js.position = st.position.tolist()
+        js.velocity = st.velocity.tolist()
+        js.effort = st.effort.tolist()
+        self.pub_js.publish(js)
+        a = self.n_arm
+        q, v = st.position, st.velocity
+        g = self.rm.gravity(q)
+        g_model = self.rm.rnea(q, v, st.cmd_acceleration)
+        sea = SEAJointState()
+        sea.header.stamp = stamp
+        sea.name = self.names[:a]
+        sea.commanded_position = st.cmd_position[:a].tolist()
+        sea.commanded_velocity = st.cmd_velocity[:a].tolist()
+        sea.commanded_acceleration = st.cmd_acceleration[:a].tolist()
+        sea.commanded_effort = st.cmd_effort[:a].tolist()
+        sea.actual_position = q[:a].tolist()
+        sea.actual_velocity = v[:a].tolist()
+        sea.actual_effort = st.effort[:a].tolist()
+        sea.gravity_only = ([0.0] * a) if st.gravity_suppressed[0] else g[:a].tolist()
+        sea.gravity_model_effort = ([0.0] * a) if st.gravity_suppressed[0] else g_model[:a].tolist()
+        sea.interaction_torque = (st.effort[:a] - g_model[:a]).tolist()
+        sea.hysteresis_model_effort = [0.0] * a
+        sea.crosstalk_model_effort = [0.0] * a
+        sea.hystState = 0.0
+        self.pub_sea.publish(sea)
+
+    def _endpoint(self, q, v, tip, stamp, wrench=None) -> EndpointState:
+        es = EndpointState()
+        es.header.stamp = stamp
+        es.header.frame_id = self.cfg.base_frame
+        es.pose = pose_msg(self.rm.fk(q, tip))
+        tw = self.rm.frame_velocity(q, v, tip)
+        es.twist = Twist()
+        es.twist.linear.x, es.twist.linear.y, es.twist.linear.z = tw.linear
+        es.twist.angular.x, es.twist.angular.y, es.twist.angular.z = tw.angular
+        es.wrench = Wrench()
+        if wrench is not None:
+            es.wrench.force.x, es.wrench.force.y, es.wrench.force.z = wrench[:3]
+            es.wrench.torque.x, es.wrench.torque.y, es.wrench.torque.z = wrench[3:]
+        es.valid = True
+        return es
+
+    def _publish_endpoint(self, st, stamp):
+        q, v = st.position.copy(), st.velocity.copy()
+        w = self.wrench.update(q, v, st.cmd_acceleration, st.effort)
+        tip0 = self.cfg.tips[0]
+        ep = self._endpoint(q, v, tip0, stamp, w)
+        self.pub_ep.publish(ep)
+        tips = EndpointStates()
+        tips.header.stamp = stamp
+        tips.header.frame_id = self.cfg.base_frame
+        tips.names = list(self.cfg.tips)
+        tips.states = [ep] + [self._endpoint(q, v, t, stamp) for t in self.cfg.tips[1:]]
+        self.pub_tips.publish(tips)
+
+    def _publish_robot_state(self, st):
+        rs = RobotAssemblyState()
+        rs.homed = bool(st.homed[0])
+        rs.ready = bool(st.ready[0])
+        rs.enabled = bool(st.enabled[0])
+        rs.stopped = bool(st.stopped[0])
+        rs.error = bool(st.error[0])
+        rs.lowVoltage = False
+        rs.estop_button = int(st.estop_button[0])
+        rs.estop_source = int(st.estop_source[0])
+        self.pub_state.publish(rs)
+        self._homing_div = (self._homing_div + 1) % 10
+        if self._homing_div == 0:  # 10 Hz
+            self.pub_homing.publish(HomingState(name=self.names, state=[HomingState.HOMED] * self.n))
+
+    def _publish_diagnostics(self, st, stamp):
+        now = np.r_[st.stat_cycles[0], st.stat_late[0], st.stat_skipped[0], st.stat_compute_sum_us[0]]
+        hists = (st.jitter_hist.copy(), st.compute_hist.copy())
+        prev = self._diag_prev
+        self._diag_prev = (now, hists)
+        if prev is None:
+            return
+        d = now - prev[0]
+        jh, ch = hists[0] - prev[1][0], hists[1] - prev[1][1]
+        cycles = max(d[0], 1.0)
+        status = DiagnosticStatus(name="Realtime Control Loop", hardware_id=self.cfg.robot_class)
+        late_pct = 100.0 * d[1] / cycles
+        status.level = DiagnosticStatus.OK if late_pct < 1.0 else DiagnosticStatus.WARN
+        status.message = f"{d[0]:.0f} cycles, {late_pct:.2f} % > 100 us late"
+        vals = {
+            "cycles": d[0], "compute_mean_us": d[3] / cycles, "compute_p99_us": _percentile(ch, 0.99),
+            "compute_max_us": st.stat_compute_max_us[0], "jitter_p50_us": _percentile(jh, 0.5),
+            "jitter_p99_us": _percentile(jh, 0.99), "overruns": d[1], "overrun_pct": late_pct,
+            "skipped_ticks": d[2], "sched_fifo": st.rt_fifo[0], "cpu": st.rt_cpu[0],
+            "realtime": st.realtime[0], "timeouts_total": st.timeouts[0],
+            "clamped_effort_total": st.clamped_effort[0],
+        }
+        status.values = [KeyValue(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in vals.items()]
+        arr = DiagnosticArray(status=[status])
+        arr.header.stamp = stamp
+        self.pub_diag.publish(arr)
+
+    def shutdown(self):
+        with self.lock:
+            self.control.local.shutdown[0] = 1.0
+            self.control.publish_local()
+        try:
+            self.proc.wait(3)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        for rec in (self.command, self.control, self.state):
+            try:
+                rec.close()
+            except BufferError:
+                pass
+
+
+def main():
+    rospy.init_node("realtime_loop")
+    node = RealtimeLoopNode()
+    rospy.on_shutdown(node.shutdown)
+    rospy.spin()

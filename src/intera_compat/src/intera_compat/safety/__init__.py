@@ -1,0 +1,1 @@
+"""Safety plugins: robot enable/stop/E-stop state machine, joint limits."""

@@ -1,0 +1,72 @@
+"""Robot enable / stop / reset / E-stop state machine (RobotAssemblyState semantics, contract §2.1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# RobotAssemblyState constants
+ESTOP_BUTTON_UNPRESSED, ESTOP_BUTTON_PRESSED, ESTOP_BUTTON_UNKNOWN, ESTOP_BUTTON_RELEASED = 0, 1, 2, 3
+ESTOP_SOURCE_NONE, ESTOP_SOURCE_USER, ESTOP_SOURCE_UNKNOWN, ESTOP_SOURCE_FAULT, ESTOP_SOURCE_ENGINE = 0, 1, 2, 3, 4
+
+
+@dataclass
+class RobotStateMachine:
+    enabled: bool = False
+    stopped: bool = False
+    error: bool = False
+    homed: bool = True
+    estop_button: int = ESTOP_BUTTON_UNPRESSED
+    estop_source: int = ESTOP_SOURCE_NONE
+
+    @property
+    def ready(self) -> bool:
+        """MSG: enabled and ready to operate (not homing, not stopped)."""
+        return self.enabled and self.homed and not self.stopped
+
+    def set_enable(self, flag: bool) -> bool:
+        """``/robot/set_super_enable``. Enabling is refused while stopped (clients reset first)."""
+        if flag and (self.stopped or self.estop_button == ESTOP_BUTTON_PRESSED):
+            return False
+        self.enabled = bool(flag)
+        if flag:
+            self.error = False
+        return True
+
+    def stop(self) -> None:
+        """``/robot/set_super_stop``: disable and latch *stopped* (source asserted by software)."""
+        self.enabled = False
+        self.stopped = True
+        self.estop_source = ESTOP_SOURCE_UNKNOWN
+
+    def reset(self) -> bool:
+        """``/robot/set_super_reset``: clears a stop unless the E-stop button is still pressed.
+
+        Leaves the robot *disabled* (RobotEnable.reset docstring); the client enables next.
+        """
+        if not self.stopped and not self.error:
+            return False
+        if self.estop_button == ESTOP_BUTTON_PRESSED:
+            return False
+        self.stopped = False
+        self.error = False
+        self.enabled = False
+        self.estop_button = ESTOP_BUTTON_UNPRESSED
+        self.estop_source = ESTOP_SOURCE_NONE
+        return True
+
+    def press_estop(self) -> None:
+        self.enabled = False
+        self.stopped = True
+        self.estop_button = ESTOP_BUTTON_PRESSED
+        self.estop_source = ESTOP_SOURCE_USER
+
+    def release_estop(self) -> None:
+        if self.estop_button == ESTOP_BUTTON_PRESSED:
+            self.estop_button = ESTOP_BUTTON_RELEASED  # still stopped until reset
+
+    def fault(self) -> None:
+        """A joint fault: stopped with error until reset."""
+        self.enabled = False
+        self.stopped = True
+        self.error = True
+        self.estop_button = ESTOP_BUTTON_UNKNOWN
+        self.estop_source = ESTOP_SOURCE_FAULT

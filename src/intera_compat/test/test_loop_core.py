@@ -1,0 +1,291 @@
+"""The realtime loop's per-cycle rules, run synchronously on the MuJoCo Sawyer (no ROS, no processes)."""
+import numpy as np
+import pytest
+
+from intera_compat.loop.layouts import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
+from intera_compat.loop.offline import OfflineLoop
+
+TOL = 0.008726646  # Intera JOINT_ANGLE_TOLERANCE (0.5°)
+
+
+@pytest.fixture
+def loop():
+    L = OfflineLoop()
+    L.step()
+    return L
+
+
+def names(L):
+    return L.cfg.joint_names
+
+
+def time_to_reach(L, target, limit=10.0, stream=True):
+    t = 0.0
+    while t < limit:
+        if stream:
+            L.send(POSITION_MODE, names(L), position=target)
+        L.run(0.01)
+        t += 0.01
+        if np.abs(L.arm_q - target).max() < TOL:
+            return t
+    return None
+
+
+def test_holds_still_with_no_command(loop):
+    q0 = loop.q
+    loop.run(1.0)
+    assert np.abs(loop.q - q0).max() < 1e-4
+
+
+def test_position_1rad_move_converges_within_5s_at_default_ratio(loop):
+    target = loop.arm_q + np.array([0, 1.0, 0, 0, 0, 0, 0])
+    t = time_to_reach(loop, target)
+    assert t is not None and t < 5.0
+    loop.run(1.0)
+    assert np.abs(loop.arm_q - target).max() < TOL / 3  # steady state well inside 0.5°
+
+
+def test_speed_ratio_scales_motion_time(loop):
+    target = loop.arm_q + np.array([0.8, 0, 0, 0, 0, 0, 0])
+    slow = time_to_reach(loop, target)
+    loop2 = OfflineLoop()
+    loop2.step()
+    loop2.set(speed_ratio=0.9)
+    fast = time_to_reach(loop2, target)
+    assert fast < 0.6 * slow
+    # peak speed bounded by ratio × v_max
+    loop3 = OfflineLoop()
+    loop3.step()
+    peak = 0.0
+    for _ in range(300):
+        loop3.send(POSITION_MODE, names(loop3), position=target)
+        loop3.run(0.01)
+        peak = max(peak, abs(loop3.state.local.velocity[0]))
+    assert peak <= 0.3 * loop3.cfg.limits.velocity[0] * 1.05
+
+
+def test_joints_arrive_together(loop):
+    start = loop.arm_q
+    target = start + np.array([0.2, 0.8, 0, 0, 0, 0, 0])
+    halfway = None
+    for k in range(400):
+        loop.send(POSITION_MODE, names(loop), position=target)
+        loop.run(0.01)
+        frac = (loop.arm_q[1] - start[1]) / 0.8
+        if halfway is None and frac > 0.5:
+            halfway = (loop.arm_q[0] - start[0]) / 0.2
+    assert halfway == pytest.approx(0.5, abs=0.1)  # the short move is half done when the long one is
+
+
+def test_single_position_command_keeps_being_tracked(loop):
+    target = loop.arm_q + np.array([0, 0, 0, 0, 0.5, 0, 0])
+    loop.send(POSITION_MODE, names(loop), position=target)  # once, like joint_position_keyboard
+    loop.run(4.0)
+    assert np.abs(loop.arm_q - target).max() < TOL
+
+
+def test_unnamed_joints_keep_their_targets(loop):
+    q0 = loop.arm_q
+    loop.send(POSITION_MODE, ["right_j5"], position=[q0[5] + 0.3])
+    loop.run(0.001)
+    loop.send(POSITION_MODE, ["right_j0"], position=[q0[0] - 0.3])  # before the first finished
+    loop.run(3.0)
+    expect = q0.copy()
+    expect[5] += 0.3
+    expect[0] -= 0.3
+    assert np.abs(loop.arm_q - expect).max() < TOL
+
+
+def test_two_partial_commands_in_one_cycle_both_apply(loop):
+    q0 = loop.arm_q
+    loop.send(POSITION_MODE, ["right_j4"], position=[q0[4] + 0.2])
+    loop.send(POSITION_MODE, ["right_j6"], position=[q0[6] - 0.2])
+    loop.run(3.0)
+    assert loop.arm_q[4] == pytest.approx(q0[4] + 0.2, abs=TOL)
+    assert loop.arm_q[6] == pytest.approx(q0[6] - 0.2, abs=TOL)
+
+
+def test_velocity_mode_moves_at_commanded_speed(loop):
+    q0 = loop.arm_q
+    vel = [0, 0, 0, 0, 0, 0, 0.5]
+    loop.run(1.0, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=vel), period=0.002)
+    assert loop.arm_q[6] - q0[6] == pytest.approx(0.5, abs=0.06)
+    assert np.abs(loop.arm_q[:6] - q0[:6]).max() < 0.01
+
+
+def test_velocity_stream_timeout_reverts_to_hold(loop):
+    vel = [0, 0, 0, 0, 0, 0.4, 0]
+    loop.run(0.5, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=vel), period=0.01)
+    moving_at = loop.arm_q
+    loop.run(1.0)  # stream stopped: > 0.2 s → position hold at the then-current angles
+    assert loop.core.mode == POSITION_MODE
+    assert loop.state.local.timeouts[0] == 1
+    held = loop.arm_q
+    assert abs(held[5] - moving_at[5]) < 0.4 * 0.25  # stopped near where the stream ended
+    loop.run(1.0)
+    assert np.abs(loop.arm_q - held).max() < 1e-3
+
+
+def test_command_timeout_setting_is_used_and_clamped(loop):
+    loop.set(command_timeout=0.8)
+    vel = [0.2, 0, 0, 0, 0, 0, 0]
+    loop.run(0.1, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=vel))
+    loop.run(0.5)
+    assert loop.core.mode == VELOCITY_MODE  # 0.5 s < 0.8 s
+    loop.run(0.5)
+    assert loop.core.mode == POSITION_MODE
+    loop.set(command_timeout=7.0)  # beyond the [0, 1] s range → 1 s
+    loop.run(0.1, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=vel))
+    loop.run(1.1)
+    assert loop.core.mode == POSITION_MODE
+
+
+def test_torque_mode_adds_gravity_compensation(loop):
+    q0 = loop.arm_q
+    zero = [0.0] * 7
+    loop.run(1.0, every=lambda: loop.send(TORQUE_MODE, names(loop), effort=zero), period=0.01)
+    assert np.abs(loop.arm_q - q0).max() < 0.05  # floats: gravity is compensated
+    loop.run(0.5, every=lambda: loop.send(TORQUE_MODE, names(loop), effort=[0, 0, 0, 0, 0, 0, 0.5]))
+    assert loop.arm_q[6] - q0[6] > 0.3  # the commanded torque accelerates the wrist
+
+
+def test_gravity_suppression_sags_only_while_suppressed(loop):
+    zero = [0.0] * 7
+
+    def stream(suppress):
+        loop.send(TORQUE_MODE, names(loop), effort=zero)
+        if suppress:
+            loop.bump("suppress_gravity_id")
+
+    loop.run(0.5, every=lambda: stream(False), period=0.01)
+    q1 = loop.arm_q
+    loop.run(0.3, every=lambda: stream(True), period=0.05)  # 20 Hz suppression
+    sag = np.abs(loop.arm_q - q1).max()
+    assert sag > 0.05
+    assert loop.state.local.gravity_suppressed[0] == 1.0
+    loop.run(0.5, every=lambda: stream(False), period=0.01)  # suppression expires after 0.2 s
+    assert loop.state.local.gravity_suppressed[0] == 0.0
+    v = np.abs(loop.state.local.velocity[:7]).max()
+    q2 = loop.arm_q
+    loop.run(0.3, every=lambda: stream(False), period=0.01)
+    assert np.abs(loop.arm_q - q2).max() < max(0.05, v * 0.3)
+
+
+def test_trajectory_mode_tracks_and_extrapolates(loop):
+    q0 = loop.arm_q
+    w = 0.5  # rad/s ramp on j3 with matching acceleration 0
+
+    t = [0.0]
+
+    def cmd():
+        pos = q0.copy()
+        pos[3] += w * t[0]
+        vel = np.zeros(7)
+        vel[3] = w
+        loop.send(TRAJECTORY_MODE, names(loop), position=pos, velocity=vel, acceleration=np.zeros(7))
+        t[0] += 0.01
+
+    loop.run(1.0, every=cmd, period=0.01)
+    # the loop extrapolated between 100 Hz commands: the joint moves smoothly at the ramp speed
+    assert loop.state.local.velocity[3] == pytest.approx(w, abs=0.05)
+    assert loop.arm_q[3] - q0[3] == pytest.approx(w * 1.0, abs=0.03)
+
+
+def test_stale_arrays_of_other_modes_are_ignored(loop):
+    q0 = loop.arm_q
+    target = q0 + np.array([0.3, 0, 0, 0, 0, 0, 0])
+    # Limb reuses one message: old velocity/acceleration arrays (different length) ride along
+    v = loop.send(POSITION_MODE, names(loop), position=target, velocity=[1.0] * 3, acceleration=[5.0])
+    assert v.ok
+    loop.run(3.0)
+    assert np.abs(loop.arm_q - target).max() < TOL
+
+
+@pytest.mark.parametrize("bad", [
+    dict(mode=POSITION_MODE, names=["right_j0"], position=[float("nan")]),
+    dict(mode=POSITION_MODE, names=["right_j0"], position=[float("inf")]),
+    dict(mode=POSITION_MODE, names=["right_j0", "right_j1"], position=[0.1]),
+    dict(mode=POSITION_MODE, names=["right_j9"], position=[0.1]),
+    dict(mode=POSITION_MODE, names=["right_j0", "right_j0"], position=[0.1, 0.2]),
+    dict(mode=7, names=["right_j0"], position=[0.1]),
+    dict(mode=VELOCITY_MODE, names=["right_j0"], velocity=[]),
+    dict(mode=TRAJECTORY_MODE, names=["right_j0"], position=[0.1], velocity=[0.0], acceleration=[float("nan")]),
+    dict(mode=POSITION_MODE, names=[], position=[]),
+])
+def test_bad_input_is_rejected_and_the_arm_holds(loop, bad):
+    q0 = loop.q
+    bad = dict(bad)
+    v = loop.send(bad.pop("mode"), bad.pop("names"), **bad)
+    assert not v.ok and v.error
+    loop.run(0.5)
+    assert np.abs(loop.q - q0).max() < 1e-3
+
+
+def test_reject_messages_name_the_field(loop):
+    assert "position[0]" in loop.send(POSITION_MODE, ["right_j2"], position=[float("nan")]).error
+    assert "names[1]" in loop.send(POSITION_MODE, ["right_j2", "elbow"], position=[0, 0]).error
+    assert "velocity" in loop.send(VELOCITY_MODE, ["right_j2"], velocity=[1, 2]).error
+
+
+def test_out_of_range_position_is_clamped_with_warning(loop):
+    v = loop.send(POSITION_MODE, ["right_j4"], position=[10.0])
+    assert v.ok and "clamped" in v.warnings[0] and "position[0]" in v.warnings[0]
+    loop.run(4.0)
+    assert loop.arm_q[4] == pytest.approx(loop.cfg.limits.upper[4], abs=TOL)
+
+
+def test_effort_limit_enforced(loop):
+    v = loop.send(TORQUE_MODE, ["right_j6"], effort=[100.0])
+    assert v.ok and v.warnings
+    loop.run(0.05)
+    assert abs(loop.core.hw_cmd.effort[6]) <= loop.cfg.limits.effort[6] + 1e-9
+
+
+def test_disable_holds_and_ignores_commands_then_enable_resumes(loop):
+    loop.bump("enable_id", enable_value=0.0)
+    loop.run(0.05)
+    assert loop.state.local.enabled[0] == 0.0
+    q0 = loop.arm_q
+    target = q0 + np.array([0.5, 0, 0, 0, 0, 0, 0])
+    loop.run(1.0, every=lambda: loop.send(POSITION_MODE, names(loop), position=target))
+    assert np.abs(loop.arm_q - q0).max() < 1e-3  # brakes: no motion while disabled
+    loop.bump("enable_id", enable_value=1.0)
+    assert time_to_reach(loop, target) is not None
+
+
+def test_stop_reset_enable_sequence(loop):
+    loop.bump("stop_id")
+    loop.run(0.01)
+    s = loop.state.local
+    assert (s.enabled[0], s.stopped[0], s.ready[0]) == (0.0, 1.0, 0.0)
+    loop.bump("enable_id", enable_value=1.0)  # refused while stopped
+    loop.run(0.01)
+    assert s.enabled[0] == 0.0
+    loop.bump("reset_id")
+    loop.run(0.01)
+    assert (s.enabled[0], s.stopped[0], s.error[0], s.estop_button[0], s.estop_source[0]) == (0, 0, 0, 0, 0)
+    loop.bump("enable_id", enable_value=1.0)
+    loop.run(0.01)
+    assert (s.enabled[0], s.ready[0]) == (1.0, 1.0)
+
+
+def test_estop_press_release_reset(loop):
+    s = loop.state.local
+    loop.bump("estop_id", estop_pressed=1.0)
+    loop.run(0.01)
+    assert (s.enabled[0], s.stopped[0], s.estop_button[0], s.estop_source[0]) == (0, 1, 1, 1)
+    loop.bump("reset_id")  # refused while pressed
+    loop.run(0.01)
+    assert s.stopped[0] == 1.0
+    loop.bump("estop_id", estop_pressed=0.0)
+    loop.run(0.01)
+    assert (s.stopped[0], s.estop_button[0]) == (1.0, 3.0)  # RELEASED, still stopped
+    loop.bump("reset_id")
+    loop.run(0.01)
+    assert (s.stopped[0], s.estop_button[0], s.estop_source[0], s.enabled[0]) == (0, 0, 0, 0)
+
+
+def test_head_pan_is_controlled_too(loop):
+    loop.send(POSITION_MODE, ["right_j0"], position=[loop.arm_q[0]])
+    loop.run(1.0)
+    assert loop.q[7] == pytest.approx(0.0, abs=1e-3)
