@@ -25,7 +25,8 @@ class JointLimits:
 @dataclass
 class RobotConfig:
     path: str
-    raw: dict
+    raw: dict  # the robot config file
+    params_path: str  # the ROS parameter file (robot_config, manifest, named_poses)
     robot_class: str
     hlr_version: str
     urdf_path: str
@@ -73,6 +74,9 @@ def load_config(path: str | None = None) -> RobotConfig:
     path = path or DEFAULT_CONFIG
     with open(path) as f:
         raw = yaml.safe_load(f)
+    params_path = _pkg_path(raw["ros_params"])
+    with open(params_path) as f:
+        params = yaml.safe_load(f)
     names = list(raw["joint_names"])
     head = raw.get("head_joint") or ""
     all_joints = names + ([head] if head else [])
@@ -96,8 +100,9 @@ def load_config(path: str | None = None) -> RobotConfig:
     return RobotConfig(
         path=path,
         raw=raw,
-        robot_class=raw["robot_class"],
-        hlr_version=str(raw["hlr_version"]),
+        params_path=params_path,
+        robot_class=params["manifest"]["robot_class"],
+        hlr_version=str(params["manifest"]["robot_software"]["version"]["HLR_VERSION_STRING"]),
         urdf_path=_pkg_path(raw["urdf"]),
         srdf_path=_pkg_path(raw["srdf"]),
         limb=raw["limb"],
@@ -105,7 +110,7 @@ def load_config(path: str | None = None) -> RobotConfig:
         joint_names=names,
         head_joint=head,
         limits=limits,
-        named_poses=raw["named_poses"],
+        named_poses=params["named_poses"],
         tips=list(raw["tips"]),
         avoidance_margin=float(raw["avoidance_margin"]),
         armature=np.array(raw.get("armature", [0.0] * len(all_joints)), dtype=float),

@@ -71,12 +71,21 @@ class LoopCore:
         self.now = 0.0
 
     # ------------------------------------------------------------------------------------------
-    def _hold_current(self) -> None:
-        """Switch to POSITION_MODE holding the measured angles."""
-        q = self.hw_state.position
+    def _hold_current(self, smooth: bool = False) -> None:
+        """Switch to POSITION_MODE holding the measured angles.
+
+        ``smooth``: a moving arm decelerates (jerk-limited) and holds where it comes to rest,
+        instead of being pulled back to the angle it had at the switch.
+        """
+        q, v = self.hw_state.position, self.hw_state.velocity
         np.clip(q, self.lower, self.upper, out=self.hold_q)
         self.mode = POSITION_MODE
-        self.interp.reset(self.hold_q)
+        if smooth:
+            self.interp.reset(self.hold_q, v)
+            stop = self.hold_q + v * np.abs(v) / (2.0 * self.interp.amax * max(self.interp.ratio, self.interp.accel_floor))
+            self.interp.set_target(np.clip(stop, self.lower, self.upper))
+        else:
+            self.interp.reset(self.hold_q)
         self.law.reset()
 
     def _events(self, now: float) -> None:
@@ -174,7 +183,7 @@ class LoopCore:
         active = self.robot.enabled and not self.robot.stopped
         timeout = min(max(ctl.command_timeout[0], TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
         if active and self.mode != POSITION_MODE and now - self.cmd_time > timeout:
-            self._hold_current()
+            self._hold_current(smooth=True)
             self.out.timeouts[0] += 1
         q, v = hs.position, hs.velocity
         grav_off = self.suppressed("suppress_gravity_id")

@@ -1,0 +1,162 @@
+"""The realtime_loop node over ROS, as the Intera SDK's Limb / RobotEnable see it."""
+import threading
+import time
+
+import numpy as np
+import pytest
+import rospy
+from intera_core_msgs.msg import (EndpointState, EndpointStates, JointCommand, JointLimits, RobotAssemblyState,
+                                  SEAJointState)
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Empty, Float64, UInt16
+from std_srvs.srv import SetBool
+
+pytestmark = pytest.mark.node
+TOL = 0.008726646
+ARM = [f"right_j{i}" for i in range(7)]
+
+
+class Latest:
+    """Keeps the newest message of a topic and counts arrivals."""
+
+    def __init__(self, topic, cls):
+        self.msg, self.count, self.event = None, 0, threading.Event()
+        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=10)
+
+    def _cb(self, m):
+        self.msg = m
+        self.count += 1
+        self.event.set()
+
+    def wait(self, timeout=20.0):
+        assert self.event.wait(timeout), f"nothing on {self.sub.name}"
+        return self.msg
+
+    def close(self):
+        self.sub.unregister()
+
+
+def wait_for(pred, timeout, period=0.01, every=None):
+    end = time.time() + timeout
+    while time.time() < end:
+        if every:
+            every()
+        if pred():
+            return True
+        time.sleep(period)
+    return False
+
+
+@pytest.fixture
+def sim(launch):
+    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", log_name="sim.log")
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(30)
+    yield js
+    js.close()
+
+
+def arm_positions(js):
+    m = js.msg
+    return np.array([m.position[m.name.index(n)] for n in ARM])
+
+
+def publisher(topic, cls, latch=False):
+    pub = rospy.Publisher(topic, cls, queue_size=1, latch=latch, tcp_nodelay=True)
+    assert wait_for(lambda: pub.get_num_connections() > 0, 10)
+    return pub
+
+
+def send_positions(pub, target):
+    pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=ARM, position=list(target)))
+
+
+def test_limb_role_enable_and_move_to_neutral(sim):
+    """Plays intera_interface.Limb + RobotEnable: wait for state topics, enable, move to neutral."""
+    ep = Latest("/robot/limb/right/endpoint_state", EndpointState)
+    tips = Latest("/robot/limb/right/tip_states", EndpointStates)
+    state = Latest("/robot/state", RobotAssemblyState)
+    m = sim.wait()
+    assert len(m.position) == len(m.velocity) == len(m.effort) == len(m.name) and "head_pan" in m.name
+    assert ep.wait(5).header.frame_id == "base"
+    assert "right_hand" in tips.wait(5).names
+    assert rospy.get_param("/manifest/robot_software/version/HLR_VERSION_STRING").startswith("5.3.")
+    assert rospy.get_param("/robot_config/right_config/joint_names") == ARM
+    en = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 5, every=lambda: en.publish(True))
+    cmd = publisher("/robot/limb/right/joint_command", JointCommand)
+    away = arm_positions(sim) + np.array([0.3, -0.3, 0.2, 0.3, -0.3, 0.3, 0.5])
+    assert wait_for(lambda: np.abs(arm_positions(sim) - away).max() < TOL, 15, every=lambda: send_positions(cmd, away))
+    neutral = rospy.get_param("/named_poses/right/poses/neutral")
+    assert wait_for(lambda: np.abs(arm_positions(sim) - neutral).max() < TOL, 15,
+                    every=lambda: send_positions(cmd, neutral))
+    # the endpoint follows: neutral right_hand pose
+    time.sleep(0.1)
+    p = ep.msg.pose.position
+    assert (p.x, p.y, p.z) == pytest.approx((0.4496, 0.1603, 0.2158), abs=2e-3)
+    for s in (ep, tips, state):
+        s.close()
+
+
+def test_publish_rate_topic_changes_joint_state_rate(sim):
+    rate_pub = publisher("/robot/joint_state_publish_rate", UInt16)
+    sea = Latest("/robot/limb/right/gravity_compensation_torques", SEAJointState)
+
+    def measure(sub, secs=1.0):
+        c0 = sub.count
+        time.sleep(secs)
+        return (sub.count - c0) / secs
+
+    assert measure(sim) == pytest.approx(100, rel=0.2)
+    rate_pub.publish(UInt16(500))
+    time.sleep(0.3)
+    assert measure(sim) == pytest.approx(500, rel=0.2)
+    assert measure(sea) == pytest.approx(500, rel=0.2)
+    m = sea.wait()
+    assert m.name == ARM and len(m.gravity_only) == 7 and abs(m.gravity_only[1]) > 1.0
+    rate_pub.publish(UInt16(100))
+    sea.close()
+
+
+def test_bad_command_is_rejected_and_arm_holds(sim):
+    cmd = publisher("/robot/limb/right/joint_command", JointCommand)
+    q0 = arm_positions(sim)
+    for bad in (JointCommand(mode=1, names=["right_j0"], position=[float("nan")]),
+                JointCommand(mode=1, names=["right_j0", "right_j1"], position=[0.5]),
+                JointCommand(mode=1, names=["elbow"], position=[0.5]),
+                JointCommand(mode=9, names=["right_j0"], position=[0.5])):
+        for _ in range(20):
+            cmd.publish(bad)
+            time.sleep(0.01)
+    time.sleep(0.3)
+    assert np.abs(arm_positions(sim) - q0).max() < 1e-3
+
+
+def test_limits_latched_and_estop_cycle(sim):
+    lim = Latest("/robot/joint_limits", JointLimits).wait(5)
+    assert lim.joint_names[:7] == ARM and lim.position_upper[6] == pytest.approx(4.7124)
+    state = Latest("/robot/state", RobotAssemblyState)
+    rospy.wait_for_service("/robot/sim/set_estop", 5)
+    estop = rospy.ServiceProxy("/robot/sim/set_estop", SetBool)
+    estop(True)
+    assert wait_for(lambda: state.msg and state.msg.stopped and state.msg.estop_button == 1, 3)
+    estop(False)
+    assert wait_for(lambda: state.msg.estop_button == 3, 3)
+    reset = publisher("/robot/set_super_reset", Empty)
+    assert wait_for(lambda: not state.msg.stopped and state.msg.estop_button == 0, 5, every=lambda: reset.publish())
+    assert not state.msg.enabled  # reset leaves the robot disabled
+    state.close()
+
+
+def test_speed_ratio_and_timeout_topics(sim):
+    ratio = publisher("/robot/limb/right/set_speed_ratio", Float64, latch=True)
+    timeout = publisher("/robot/limb/right/joint_command_timeout", Float64, latch=True)
+    ratio.publish(Float64(1.0))
+    timeout.publish(Float64(0.5))
+    time.sleep(0.2)
+    cmd = publisher("/robot/limb/right/joint_command", JointCommand)
+    q0 = arm_positions(sim)
+    target = q0 + np.array([1.0, 0, 0, 0, 0, 0, 0])
+    send_positions(cmd, target)  # a single command is tracked; at ratio 1 it takes ~1 s
+    assert wait_for(lambda: np.abs(arm_positions(sim) - target).max() < TOL, 2.5)
