@@ -50,6 +50,7 @@ class IKSolver:
         model, data, arm = self.model, self.data, self.arm_pin
         q = q_full_pin.copy()
         pos_err = rot_err = np.inf
+        best, best_it = np.inf, 0
         for it in range(max_iter):
             pin.forwardKinematics(model, data, q)
             T = pin.updateFramePlacement(model, data, fid)
@@ -58,8 +59,13 @@ class IKSolver:
             rot_err = np.linalg.norm(err[3:])
             if pos_err < self.pos_tol and rot_err < self.rot_tol:
                 return q, pos_err, rot_err, it
+            e2 = float(err @ err)
+            if e2 < 0.8 * best:
+                best, best_it = e2, it
+            elif it - best_it > 8:  # stalled (local minimum or joint limit): give up on this seed
+                break
             J = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL)[:, arm]
-            lam2 = min(1e-2, 1e-3 + 0.1 * float(err @ err))
+            lam2 = min(1e-2, 1e-5 + 0.1 * float(err @ err))
             JJt = J @ J.T
             JJt[np.diag_indices(6)] += lam2
             dq = J.T @ np.linalg.solve(JJt, err)

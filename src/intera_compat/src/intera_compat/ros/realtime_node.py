@@ -79,6 +79,7 @@ class RealtimeLoopNode:
         lim = cfg.limits
         self.validator = CommandValidator(self.names, lim.lower, lim.upper, lim.velocity, lim.effort)
         self.mailbox = CommandMailbox(self.command)
+        self.commands_received = 0
         self._homing_div = 0
         start_enabled = bool(rospy.get_param("~start_enabled", cfg.sim.get("start_enabled", True)))
         rospy.set_param("/robot/armnav_robot_description", self.rm.avoidance_urdf)
@@ -185,6 +186,7 @@ class RealtimeLoopNode:
             self.control.publish_local()
 
     def _on_command(self, msg: JointCommand) -> None:
+        self.commands_received += 1
         v = self.validator.check(msg.mode, msg.names, {"position": msg.position, "velocity": msg.velocity,
                                                        "acceleration": msg.acceleration, "effort": msg.effort})
         if not v.ok:
@@ -324,7 +326,7 @@ class RealtimeLoopNode:
             "jitter_p99_us": _percentile(jh, 0.99), "overruns": d[1], "overrun_pct": late_pct,
             "skipped_ticks": d[2], "sched_fifo": st.rt_fifo[0], "cpu": st.rt_cpu[0],
             "realtime": st.realtime[0], "timeouts_total": st.timeouts[0],
-            "clamped_effort_total": st.clamped_effort[0],
+            "clamped_effort_total": st.clamped_effort[0], "commands_received_total": self.commands_received,
         }
         status.values = [KeyValue(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in vals.items()]
         arr = DiagnosticArray(status=[status])
