@@ -60,7 +60,6 @@ class LoopCore:
         self.v_d = np.zeros(n)
         self.a_d = np.zeros(n)
         self.hold_q = np.zeros(n)
-        self._zeros = np.zeros(n)
         self._tmp = np.zeros(n)
         # event counters already handled
         self._seen = {k: 0.0 for k in ("cmd_id", "enable_id", "stop_id", "reset_id", "estop_id")}
@@ -187,7 +186,6 @@ class LoopCore:
             self.out.timeouts[0] += 1
         q, v = hs.position, hs.velocity
         grav_off = self.suppressed("suppress_gravity_id")
-        integrate = True
         if not active:  # brakes: hold where the arm was when it stopped
             self.q_d[:] = self.hold_q
             self.v_d[:] = 0.0
@@ -228,7 +226,7 @@ class LoopCore:
                 np.clip(self.q_d, self.lower, self.upper, out=self.q_d)
                 self.out.clamped_position[0] += 1
             tau_out = self.hw_cmd.effort
-            tau_out[:] = self.law.compute(q, v, self.q_d, self.v_d, self.a_d, integrate)
+            tau_out[:] = self.law.compute(q, v, self.q_d, self.v_d, self.a_d)
             if grav_off:
                 self.rm.gravity(q, out=self.law.gravity)
                 tau_out -= self.law.gravity

@@ -42,12 +42,6 @@ class Record:
         for name, (off, n) in layout.offsets().items():
             setattr(self, name, buf[off:off + n])
 
-    def get(self, name: str) -> float:
-        return float(getattr(self, name)[0])
-
-    def set(self, name: str, value: float) -> None:
-        getattr(self, name)[0] = value
-
 
 class SeqlockRecord:
     """A ``Layout`` in shared memory. ``create=True`` in the owner; others attach by ``name``."""
@@ -75,10 +69,6 @@ class SeqlockRecord:
     @property
     def name(self) -> str:
         return self.shm.name
-
-    @property
-    def seq(self) -> float:
-        return self.raw[0]
 
     # --- writer ---------------------------------------------------------------------------
     def begin_write(self) -> None:

@@ -12,6 +12,7 @@ import threading
 import time
 
 import numpy as np
+import pinocchio as pin
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Pose, Twist, Wrench
@@ -49,8 +50,6 @@ def pose_msg(M) -> Pose:
     p = Pose()
     t = M.translation
     p.position.x, p.position.y, p.position.z = t
-    import pinocchio as pin
-
     q = pin.Quaternion(M.rotation)
     p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = q.x, q.y, q.z, q.w
     return p
