@@ -26,7 +26,7 @@ def plant(rm):
 
 
 def pose(cfg, name):
-    return np.r_[cfg.named_pose("right", name), cfg.named_pose("head", name)]
+    return cfg.full_pose(name)
 
 
 def set_plant(rm, plant, q):

@@ -56,6 +56,11 @@ class RobotConfig:
     def named_pose(self, group: str, name: str) -> np.ndarray:
         return np.array(self.named_poses[group]["poses"][name], dtype=float)
 
+    def full_pose(self, name: str) -> np.ndarray:
+        """Named pose for every joint in config order (the limb's pose, then the head's)."""
+        q = self.named_pose(self.limb, name)
+        return np.r_[q, self.named_pose("head", name)] if self.head_joint else q
+
     def urdf_xml(self) -> str:
         with open(self.urdf_path) as f:
             return f.read()

@@ -32,8 +32,7 @@ class OfflineLoop:
         self.cfg = cfg or load_config()
         self.rm = RobotModel(self.cfg)
         n = len(self.cfg.all_joints)
-        q0 = np.r_[self.cfg.named_pose(self.cfg.limb, initial_pose), self.cfg.named_pose("head", initial_pose)]
-        self.backend = SimBackend(self.rm, q0)
+        self.backend = SimBackend(self.rm, self.cfg.full_pose(initial_pose))
         self.backend.connect()
         self.dt = self.backend.period
         self.command = _LocalRecord(command_layout(n))

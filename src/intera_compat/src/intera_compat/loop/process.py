@@ -12,7 +12,6 @@ import signal
 import sys
 import time
 
-import numpy as np
 
 from ..config import load_config
 from ..hardware.sim import SimBackend
@@ -40,10 +39,7 @@ def run(args) -> int:
     command = SeqlockRecord(command_layout(n), args.command_shm)
     control = SeqlockRecord(control_layout(), args.control_shm)
     state = SeqlockRecord(state_layout(n), args.state_shm)
-    pose = cfg.sim.get("initial_pose", "neutral")
-    initial_q = np.r_[cfg.named_pose(cfg.limb, pose), cfg.named_pose("head", pose)] if cfg.head_joint \
-        else cfg.named_pose(cfg.limb, pose)
-    backend = build_backend(args.backend, rm, initial_q)
+    backend = build_backend(args.backend, rm, cfg.full_pose(cfg.sim.get("initial_pose", "neutral")))
     backend.connect()
     dt = backend.period
     core = LoopCore(cfg, rm, command.local, control.local, state.shared, dt, start_enabled=args.start_enabled)

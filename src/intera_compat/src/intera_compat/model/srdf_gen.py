@@ -62,9 +62,7 @@ def _rest_poses(rm: RobotModel) -> set[tuple[str, str]]:
     cfg = rm.cfg
     hits = set()
     for name in cfg.named_poses[cfg.limb]["poses"]:
-        q = np.r_[cfg.named_pose(cfg.limb, name), cfg.named_pose("head", name)] if cfg.head_joint \
-            else cfg.named_pose(cfg.limb, name)
-        hits.update(tuple(sorted(p)) for p in rm.colliding_pairs(q))
+        hits.update(tuple(sorted(p)) for p in rm.colliding_pairs(cfg.full_pose(name)))
     return hits
 
 

@@ -32,8 +32,7 @@ class KinematicsNode:
         self.names = cfg.all_joints
         self.arm = cfg.joint_names
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.current = np.r_[cfg.named_pose(cfg.limb, "neutral"), np.zeros(len(self.names) - cfg.n_arm)]
-        self.have_current = False
+        self.current = cfg.full_pose("neutral")  # until the first joint_states arrives
         self.lock = threading.Lock()  # pinocchio data is not shared between service threads
         rospy.Subscriber("/robot/joint_states", JointState, self._on_js, queue_size=1)
         ns = f"/ExternalTools/{cfg.limb}/PositionKinematicsNode"
@@ -47,7 +46,6 @@ class KinematicsNode:
             if i is not None:
                 q[i] = p
         self.current = q
-        self.have_current = True
 
     # ---- helpers
     def joints_from(self, js: JointState, what: str) -> np.ndarray:
