@@ -7,7 +7,7 @@ joint scaled to arrive at the same time (Intera/SIM behaviour), velocity limited
 from __future__ import annotations
 
 import numpy as np
-from ruckig import InputParameter, OutputParameter, Result, Ruckig
+from ruckig import InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 MIN_RATIO = 1e-3  # ratio 0 would mean "never arrive"; the SDK clips to [0, 1]
 
@@ -28,6 +28,8 @@ class PositionInterpolator:
         self.a = np.zeros(self.n)
         self.target = np.zeros(self.n)
         self._dirty = True
+        self._settled = False
+        self._zero = [0.0] * self.n
         self.ratio = -1.0
         self.set_ratio(0.3)
 
@@ -42,41 +44,56 @@ class PositionInterpolator:
         self.inp.max_jerk = (acc * self.jerk_factor).tolist()
         self._dirty = True
 
-    def reset(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
-        """Restart from the measured state, holding ``q`` (target = q)."""
+    def reset(self, q: np.ndarray, v: np.ndarray | None = None, a: np.ndarray | None = None,
+              keep_target: bool = False) -> None:
+        """Restart from state (q, v, a); the target becomes ``q`` unless ``keep_target``."""
         self.q[:] = q
         self.v[:] = 0.0 if v is None else np.clip(v, -self.vmax, self.vmax)
-        self.a[:] = 0.0
-        self.target[:] = q
+        self.a[:] = 0.0 if a is None else np.clip(a, -self.amax, self.amax)
+        if not keep_target:
+            self.target[:] = q
         self._dirty = True
 
     def set_target(self, target: np.ndarray) -> None:
-        self.target[:] = target
-        self._dirty = True
+        if (self.target != target).any():  # a re-sent target (move_to_joint_positions at 100 Hz) costs nothing
+            self.target[:] = target
+            self._dirty = True
 
-    def update(self) -> None:
-        """Advance one cycle; results in ``q``, ``v``, ``a``."""
+    def update(self) -> bool:
+        """Advance one cycle (results in ``q``, ``v``, ``a``); False if ruckig refused the input.
+
+        Once the target is reached nothing is computed until the target or the state changes.
+        On failure the state is left untouched: the caller decides how to stop.
+        """
+        if not self._dirty and self._settled:
+            return True
         if self._dirty:
             inp = self.inp
             inp.current_position = self.q.tolist()
             inp.current_velocity = self.v.tolist()
             inp.current_acceleration = self.a.tolist()
             inp.target_position = self.target.tolist()
-            inp.target_velocity = [0.0] * self.n
-            inp.target_acceleration = [0.0] * self.n
+            inp.target_velocity = self._zero
+            inp.target_acceleration = self._zero
             self._dirty = False
-        res = self.otg.update(self.inp, self.out)
-        if res == Result.Working or res == Result.Finished:
-            self.q[:] = self.out.new_position
-            self.v[:] = self.out.new_velocity
-            self.a[:] = self.out.new_acceleration
-            self.out.pass_to_input(self.inp)
-        else:  # invalid input (should not happen: inputs are clamped) → hold the target
+        try:
+            res = self.otg.update(self.inp, self.out)
+        except RuckigError:  # e.g. a non-finite target
+            res = Result.Error
+        if res != Result.Working and res != Result.Finished:
+            self._dirty = True
+            return False
+        self.q[:] = self.out.new_position
+        self.v[:] = self.out.new_velocity
+        self.a[:] = self.out.new_acceleration
+        self.out.pass_to_input(self.inp)
+        self._settled = res == Result.Finished
+        if self._settled:  # exactly at rest on the target
             self.q[:] = self.target
             self.v[:] = 0.0
             self.a[:] = 0.0
-            self._dirty = True
+        return True
 
     @property
     def settled(self) -> bool:
-        return bool(np.all(self.q == self.target)) and not np.any(self.v)
+        return self._settled and not self._dirty

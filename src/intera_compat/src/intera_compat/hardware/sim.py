@@ -31,6 +31,7 @@ class SimBackend(Backend):
         mujoco.mj_forward(self.m, self.d)
         self._lo = self.m.actuator_ctrlrange[:, 0].copy()
         self._hi = self.m.actuator_ctrlrange[:, 1].copy()
+        self._tmp = np.zeros(len(self.joint_names))
 
     def set_state(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
         """Teleport the plant (tests, resets)."""
@@ -42,7 +43,11 @@ class SimBackend(Backend):
         d = self.d
         np.take(d.qpos, self._qadr, out=state.position)
         np.take(d.qvel, self._dadr, out=state.velocity)
-        state.effort[:] = d.actuator_force  # actuators are in config order
+        # measured joint torque: what the motor delivers net of the constraint forces (dry friction,
+        # joint-limit stops) — not the command
+        np.take(d.qfrc_actuator, self._dadr, out=state.effort)
+        np.take(d.qfrc_constraint, self._dadr, out=self._tmp)
+        state.effort += self._tmp
         state.time = d.time
 
     def write(self, command: HardwareCommand) -> None:

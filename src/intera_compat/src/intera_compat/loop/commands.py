@@ -1,12 +1,13 @@
 """Validation of incoming JointCommands (pure: plain sequences in, a verdict out).
 
-Bad input never reaches the loop: NaN/inf, arrays whose length differs from ``names``, unknown or
-repeated joints and unknown modes are rejected with a message naming the field. Values beyond the
-joint limits are clamped, with a warning naming the field.
+Bad input never reaches the loop: NaN/inf, arrays whose length differs from ``names``, unknown,
+repeated or non-limb joints (``head_pan`` has its own topic), unknown modes and TRAJECTORY
+accelerations beyond the joint acceleration limits are rejected with a message naming the field.
+Positions, velocities and efforts beyond the joint limits are clamped, with a warning naming
+the field.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,11 +31,14 @@ class CommandVerdict:
 
 
 class CommandValidator:
-    def __init__(self, joint_names: list[str], lower, upper, vmax, emax):
-        self.index = {n: i for i, n in enumerate(joint_names)}
-        self.n = len(joint_names)
+    """``limb_joints`` may be commanded; arrays are ``n`` long in config order (limb joints first)."""
+
+    def __init__(self, limb_joints: list[str], n: int, lower, upper, vmax, amax, emax, other_joints=()):
+        self.index = {name: i for i, name in enumerate(limb_joints)}
+        self.other = set(other_joints)
+        self.n = n
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
-        self.vmax, self.emax = np.asarray(vmax, float), np.asarray(emax, float)
+        self.vmax, self.amax, self.emax = np.asarray(vmax, float), np.asarray(amax, float), np.asarray(emax, float)
 
     def check(self, mode: int, names, values: dict) -> CommandVerdict:
         """``values`` maps field name → sequence (all of the message's arrays may be given)."""
@@ -46,68 +50,52 @@ class CommandValidator:
         for k, name in enumerate(names):
             i = self.index.get(name)
             if i is None:
-                return CommandVerdict(False, f"names[{k}] '{name}' is not a joint of this limb")
+                why = "is not a joint of this limb" + (" (it has its own command topic)" if name in self.other else "")
+                return CommandVerdict(False, f"names[{k}] '{name}' {why}")
             if i in idx:
                 return CommandVerdict(False, f"names[{k}] '{name}' appears twice")
             idx.append(i)
+        idx = np.array(idx)
         verdict = CommandVerdict(True, mode=mode)
         mask = np.zeros(self.n, dtype=bool)
         mask[idx] = True
         verdict.mask = mask
         for fld in MODE_FIELDS[mode]:
-            vals = values.get(fld, ())
+            vals = np.asarray(values.get(fld, ()), dtype=float)
             if len(vals) != len(names):
                 return CommandVerdict(False, f"{MODE_NAMES[mode]}: {fld} has {len(vals)} values for "
                                              f"{len(names)} names")
-            for k, x in enumerate(vals):
-                if not math.isfinite(x):
-                    return CommandVerdict(False, f"{fld}[{k}] ({names[k]}) is {x}")
+            finite = np.isfinite(vals)
+            if not finite.all():
+                k = int(np.flatnonzero(~finite)[0])
+                return CommandVerdict(False, f"{fld}[{k}] ({names[k]}) is {vals[k]}")
             arr = np.zeros(self.n)
             arr[idx] = vals
             verdict.arrays[fld] = arr
-        self._clamp(verdict, names, idx)
+        acc = verdict.arrays.get("acceleration")
+        if acc is not None:
+            over = np.abs(acc[idx]) > self.amax[idx]
+            if over.any():
+                k = int(np.flatnonzero(over)[0])
+                return CommandVerdict(False, f"acceleration[{k}] ({names[k]}) = {acc[idx[k]]:.4g} rad/s² is beyond "
+                                             f"the joint's acceleration limit {self.amax[idx[k]]:.4g} rad/s²")
+        for fld, lo, hi, unit in (("position", self.lower, self.upper, "rad"), ("velocity", -self.vmax, self.vmax, "rad/s"),
+                                  ("effort", -self.emax, self.emax, "Nm")):
+            arr = verdict.arrays.get(fld)
+            if arr is None:
+                continue
+            out = (arr[idx] < lo[idx]) | (arr[idx] > hi[idx])
+            for k in np.flatnonzero(out):
+                i = idx[k]
+                c = min(max(arr[i], lo[i]), hi[i])
+                verdict.warnings.append(f"{fld}[{k}] ({names[k]}) = {arr[i]:.4g} {unit} is outside "
+                                        f"[{lo[i]:.4g}, {hi[i]:.4g}]; clamped to {c:.4g}")
+                arr[i] = c
         return verdict
 
-    def _clamp(self, v: CommandVerdict, names, idx) -> None:
-        def clamp(fld, lo, hi, unit):
-            arr = v.arrays.get(fld)
-            if arr is None:
-                return
-            for k, i in enumerate(idx):
-                if arr[i] < lo[i] or arr[i] > hi[i]:
-                    c = min(max(arr[i], lo[i]), hi[i])
-                    v.warnings.append(f"{fld}[{k}] ({names[k]}) = {arr[i]:.4g} {unit} is outside "
-                                      f"[{lo[i]:.4g}, {hi[i]:.4g}]; clamped to {c:.4g}")
-                    arr[i] = c
 
-        clamp("position", self.lower, self.upper, "rad")
-        clamp("velocity", -self.vmax, self.vmax, "rad/s")
-        clamp("effort", -self.emax, self.emax, "Nm")
-
-
-class CommandMailbox:
-    """Writes accepted commands into the command record (the listener side of the seqlock).
-
-    Commands arriving faster than the loop consumes them are merged when they share a mode, so
-    two partial commands (e.g. one joint each) inside one cycle both take effect.
-    """
-
-    def __init__(self, record):
-        self.record = record  # SeqlockRecord
-        self.cmd_id = 0
-        self.mode = 0
-
-    def post(self, verdict: CommandVerdict, consumed_id: float) -> int:
-        rec = self.record.local
-        if not (self.mode == verdict.mode and consumed_id < self.cmd_id):
-            rec.mask[:] = 0.0
-        m = verdict.mask
-        rec.mask[m] = 1.0
-        for fld, arr in verdict.arrays.items():
-            getattr(rec, fld)[m] = arr[m]
-        self.cmd_id += 1
-        rec.cmd_id[0] = self.cmd_id
-        rec.mode[0] = verdict.mode
-        self.mode = verdict.mode
-        self.record.publish_local()
-        return self.cmd_id
+def make_validator(cfg) -> CommandValidator:
+    lim = cfg.limits
+    other = [cfg.head_joint] if cfg.head_joint else []
+    return CommandValidator(cfg.joint_names, len(cfg.all_joints), lim.lower, lim.upper, lim.velocity, lim.accel,
+                            lim.effort, other)

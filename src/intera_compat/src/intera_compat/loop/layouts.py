@@ -1,4 +1,5 @@
-"""The three records the listener process and the loop process share (see ``shm``)."""
+"""What the listener process and the loop process share: three "latest value" seqlock records
+(``shm``) and two rings (``ring``) for everything that must not be lost or reordered."""
 from __future__ import annotations
 
 from .shm import Layout
@@ -11,32 +12,55 @@ POSITION_MODE, VELOCITY_MODE, TORQUE_MODE, TRAJECTORY_MODE = 1, 2, 3, 4
 # tick flags the loop sends to the publishers (one byte per tick)
 TICK_JOINT_STATES, TICK_STATE_100HZ, TICK_DIAGNOSTICS = 1, 2, 4
 
+# ring messages, listener → loop (payloads in float64 words)
+MSG_COMMAND = 1  # [mode, mask(n), position(n), velocity(n), acceleration(n), effort(n)]
+MSG_ENABLE = 2  # [1 enable | 0 disable]
+MSG_STOP = 3  # []
+MSG_RESET = 4  # []
+MSG_ESTOP = 5  # [1 pressed | 0 released]
+MSG_SUPPRESS = 6  # [SUPPRESS_* index]
+MSG_TRAJ_EXECUTE = 7  # [id, order, k, mask(n), t(k), q(k·n), v(k·n), a(k·n)]
+MSG_TRAJ_CANCEL = 8  # [id] (0: whatever runs)
+MSG_TRAJ_SCALING = 9  # [factor 0..1]
+# loop → listener
+MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
+MSG_FAULT = 21  # [code, joint, loop time]
 
-def command_layout(n: int) -> Layout:
-    """Latest accepted JointCommand (listener → loop). ``cmd_id`` increments per command."""
-    return Layout((("cmd_id", 1), ("mode", 1), ("mask", n), ("position", n), ("velocity", n),
-                   ("acceleration", n), ("effort", n)))
+SUPPRESS_GRAVITY, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF = range(4)
+SUPPRESS_KEYS = ("gravity", "collision_avoidance", "contact_safety", "cuff")
+
+
+def command_words(n: int) -> int:
+    return 1 + 5 * n
 
 
 def control_layout() -> Layout:
-    """Settings and requests (listener → loop). ``*_id`` fields count events; the loop acts on changes."""
-    return Layout((("speed_ratio", 1), ("command_timeout", 1), ("enable_id", 1), ("enable_value", 1),
-                   ("stop_id", 1), ("reset_id", 1), ("estop_id", 1), ("estop_pressed", 1),
-                   ("suppress_gravity_id", 1), ("suppress_collision_avoidance_id", 1),
-                   ("suppress_contact_safety_id", 1), ("suppress_cuff_id", 1),
-                   ("joint_state_decimation", 1), ("shutdown", 1)))
+    """Settings (listener → loop), latest value wins."""
+    return Layout((("speed_ratio", 1), ("command_timeout", 1), ("joint_state_hz", 1), ("shutdown", 1)))
 
 
 def state_layout(n: int) -> Layout:
-    """Measured and commanded state, robot flags and timing statistics (loop → listener)."""
+    """Measured and commanded state, robot flags, trajectory progress (loop → listener), every cycle."""
     return Layout((
-        ("time", 1), ("cycle", 1), ("consumed_cmd_id", 1), ("mode", 1),
+        ("time", 1), ("cycle", 1), ("mode", 1), ("source", 1),
         ("position", n), ("velocity", n), ("effort", n),
         ("cmd_position", n), ("cmd_velocity", n), ("cmd_acceleration", n), ("cmd_effort", n),
         ("enabled", 1), ("stopped", 1), ("error", 1), ("estop_button", 1), ("estop_source", 1),
-        ("ready", 1), ("homed", 1), ("gravity_suppressed", 1),
-        ("clamped_position", 1), ("clamped_velocity", 1), ("clamped_effort", 1), ("timeouts", 1),
+        ("ready", 1), ("homed", 1), ("gravity_suppressed", 1), ("speed_scaling", 1),
+        ("fault_code", 1), ("fault_joint", 1), ("faults", 1),
+        ("traj_id", 1), ("traj_state", 1), ("traj_time", 1), ("traj_duration", 1), ("traj_segment", 1),
+        ("traj_error", 1), ("traj_scaling", 1),
+        ("commands", 1), ("commands_superseded", 1), ("commands_ignored", 1), ("timeouts", 1),
+        ("limit_interventions", 1), ("following_interventions", 1), ("torque_guard_interventions", 1),
+        ("clamped_effort", 1),
+    ))
+
+
+def stats_layout() -> Layout:
+    """Timing statistics of the realtime process (loop → listener, refreshed at 100 Hz)."""
+    return Layout((
         ("stat_cycles", 1), ("stat_late", 1), ("stat_skipped", 1), ("stat_compute_sum_us", 1),
         ("stat_compute_max_us", 1), ("rt_fifo", 1), ("rt_cpu", 1), ("realtime", 1), ("alive", 1),
+        ("ring_full", 1),
         ("jitter_hist", HIST_BINS), ("compute_hist", HIST_BINS),
     ))

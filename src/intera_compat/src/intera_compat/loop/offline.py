@@ -1,79 +1,61 @@
-"""The loop without processes or ROS: core + sim backend stepped synchronously, as fast as possible.
-
-Used by unit tests and benchmarks to exercise exactly the code the realtime process runs.
+"""The loop without processes or ROS: the realtime process's cycle (``LoopCycle.step``) on the
+MuJoCo Sawyer, stepped synchronously as fast as possible. The channel is the real shared-memory
+channel (both ends in this process), so tests exercise exactly what the process runs.
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
 from ..config import RobotConfig, load_config
 from ..hardware.sim import SimBackend
 from ..model.robot_model import RobotModel
-from .commands import CommandMailbox, CommandValidator
-from .core import LoopCore
-from .layouts import command_layout, control_layout, state_layout
-from .shm import Layout, Record
-
-
-class _LocalRecord:
-    """The ``SeqlockRecord`` API over private memory (single process)."""
-
-    def __init__(self, layout: Layout):
-        self.layout = layout
-        self.raw = np.zeros(layout.size)
-        self.shared = self.local = Record(layout, self.raw)
-
-    def publish_local(self) -> None:
-        self.raw[0] += 2
+from ..trajectory.client import TrajectoryClient
+from .channel import Channel
+from .commands import make_validator
+from .cycle import LoopCycle
 
 
 class OfflineLoop:
-    def __init__(self, cfg: RobotConfig | None = None, initial_pose: str = "neutral", start_enabled: bool = True):
+    def __init__(self, cfg: RobotConfig | None = None, initial_pose: str = "neutral", start_enabled: bool = True,
+                 backend=None):
         self.cfg = cfg or load_config()
         self.rm = RobotModel(self.cfg)
         n = len(self.cfg.all_joints)
-        self.backend = SimBackend(self.rm, self.cfg.full_pose(initial_pose))
+        self.backend = backend or SimBackend(self.rm, self.cfg.full_pose(initial_pose))
         self.backend.connect()
         self.dt = self.backend.period
-        self.command = _LocalRecord(command_layout(n))
-        self.control = _LocalRecord(control_layout())
-        self.state = _LocalRecord(state_layout(n))
-        ctl = self.control.local
-        ctl.speed_ratio[0] = self.cfg.control["speed_ratio"]
-        ctl.command_timeout[0] = self.cfg.control["command_timeout"]
-        self.core = LoopCore(self.cfg, self.rm, self.command.local, self.control.local, self.state.local, self.dt,
-                             start_enabled=start_enabled)
-        lim = self.cfg.limits
-        self.validator = CommandValidator(self.cfg.all_joints, lim.lower, lim.upper, lim.velocity, lim.effort)
-        self.mailbox = CommandMailbox(self.command)
-        self.time = 0.0
-        self.backend.read(self.core.hw_state)
+        self.channel = Channel(n, create=True)  # the listener's end
+        self._loop_end = Channel(n, self.channel.names)  # the loop's end
+        weakref.finalize(self, _close, self._loop_end, self.channel)
+        self.channel.set_control(speed_ratio=self.cfg.control["speed_ratio"],
+                                 command_timeout=self.cfg.control["command_timeout"])
+        self.cycle = LoopCycle(self.cfg, self.rm, self.backend, self._loop_end, start_enabled=start_enabled)
+        self.validator = make_validator(self.cfg)
+        self.trajectories = TrajectoryClient(self.channel, self.cfg)
+        self.state = self.channel.state  # read after every step: ``state.local`` is the latest
 
     # ---- inputs, as the listeners would write them
     def send(self, mode: int, names, **arrays):
         v = self.validator.check(mode, list(names), {k: list(a) for k, a in arrays.items()})
         if v.ok:
-            self.mailbox.post(v, self.state.local.consumed_cmd_id[0])
+            assert self.channel.post_command(v.mode, v.mask, v.arrays)
         return v
 
-    def bump(self, key: str, **values):
-        ctl = self.control.local
-        for k, val in values.items():
-            getattr(ctl, k)[0] = val
-        getattr(ctl, key)[0] += 1
+    def event(self, kind: int, *values) -> None:
+        assert self.channel.post(kind, np.asarray(values, float))
 
-    def set(self, **values):
-        for k, val in values.items():
-            getattr(self.control.local, k)[0] = val
+    def set(self, **values) -> None:
+        self.channel.set_control(**values)
 
     # ---- stepping
-    def step(self):
-        self.backend.read(self.core.hw_state)
-        self.core.step(self.time)
-        self.backend.write(self.core.hw_cmd)
-        self.time += self.dt
+    def step(self) -> None:
+        self.cycle.step()
+        self.state.read()
+        self.trajectories.poll()
 
-    def run(self, seconds: float, every=None, period: float = 0.01):
+    def run(self, seconds: float, every=None, period: float = 0.01) -> None:
         """Step for ``seconds``; call ``every()`` each ``period`` (like a client streaming commands)."""
         n = int(round(seconds / self.dt))
         k_every = max(1, int(round(period / self.dt)))
@@ -89,3 +71,8 @@ class OfflineLoop:
     @property
     def arm_q(self) -> np.ndarray:
         return self.q[: self.cfg.n_arm]
+
+
+def _close(*channels) -> None:
+    for c in channels:
+        c.close()

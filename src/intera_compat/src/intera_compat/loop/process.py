@@ -1,26 +1,27 @@
-"""The realtime process: no rospy. Attaches the shared records, runs the backend at the loop rate.
+"""The realtime process: no rospy. Attaches the channel, runs ``LoopCycle.step`` at the backend's rate.
 
 Started by the ``realtime_loop`` node (``python -m intera_compat.loop.process …``); exits when
-the control record asks it to, or when its parent dies.
+the control record asks it to, or when its parent dies. Around the cycle it keeps the schedule
+(hybrid sleep, skipped ticks), the timing statistics (published at 100 Hz) and the publisher
+ticks, which are decimated on loop time (so rates stay right whatever the loop's period).
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import signal
 import sys
 import time
 
-
 from ..config import load_config
 from ..hardware.sim import SimBackend
 from ..model.robot_model import RobotModel
-from .core import LoopCore
-from .layouts import (HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_STATE_100HZ, command_layout,
-                      control_layout, state_layout)
+from .channel import Channel
+from .cycle import LoopCycle
+from .layouts import HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_STATE_100HZ
 from .scheduler import Scheduler, die_with_parent, setup_realtime
-from .shm import SeqlockRecord
 
 LATE_US = 100.0
 
@@ -31,25 +32,38 @@ def build_backend(kind: str, rm: RobotModel, initial_q):
     raise ValueError(f"unknown backend {kind!r}")
 
 
+class Ticker:
+    """Fires every ``1/hz`` seconds of loop time (never more than once per cycle)."""
+
+    def __init__(self, hz: float):
+        self.next = 0.0
+        self.hz = hz
+
+    def due(self, now: float) -> bool:
+        if now + 1e-9 < self.next:
+            return False
+        period = 1.0 / self.hz
+        self.next += period
+        if self.next <= now:  # fell behind (skipped ticks, rate change): restart from now
+            self.next = now + period
+        return True
+
+
 def run(args) -> int:
     die_with_parent()
     cfg = load_config(args.config)
     rm = RobotModel(cfg)
-    n = len(cfg.all_joints)
-    command = SeqlockRecord(command_layout(n), args.command_shm)
-    control = SeqlockRecord(control_layout(), args.control_shm)
-    state = SeqlockRecord(state_layout(n), args.state_shm)
+    ch = Channel(len(cfg.all_joints), json.loads(args.channel))
     backend = build_backend(args.backend, rm, cfg.full_pose(cfg.sim.get("initial_pose", "neutral")))
     backend.connect()
-    dt = backend.period
-    core = LoopCore(cfg, rm, command.local, control.local, state.shared, dt, start_enabled=args.start_enabled)
-    rate = 1.0 / dt
-    st = state.shared
+    cycle = LoopCycle(cfg, rm, backend, ch, start_enabled=args.start_enabled)
+    dt = cycle.dt
+    stats = ch.stats.local
     realtime = args.speedup == 1.0 and not args.sim_time
     info = setup_realtime() if (realtime and not args.no_rt) else {"cpu": -1, "fifo": False, "message": "not realtime"}
-    st.rt_fifo[0] = info["fifo"]
-    st.rt_cpu[0] = info["cpu"]
-    st.realtime[0] = realtime
+    stats.rt_fifo[0] = info["fifo"]
+    stats.rt_cpu[0] = info["cpu"]
+    stats.realtime[0] = realtime
     print(f"[realtime_loop] backend={args.backend} dt={dt * 1e3:.3f} ms speedup="
           f"{'unlimited' if args.speedup <= 0 else args.speedup} cpu={info['cpu']} fifo={info['fifo']} "
           f"{info.get('message', '')}", flush=True)
@@ -57,58 +71,44 @@ def run(args) -> int:
     os.set_blocking(tick_fd, False)
     period = dt / args.speedup if args.speedup > 0 else 0.0
     sched = Scheduler(period)
-    js_count, s100_count, diag_count = 0, 0, 0
-    s100_div = max(1, int(round(rate / float(cfg.rates.get("endpoint_hz", 100)))))
-    diag_div = max(1, int(round(rate / float(cfg.rates.get("diagnostics_hz", 1)))))
-    jitter_hist, compute_hist = st.jitter_hist, st.compute_hist
+    ctl = ch.control.local
+    js = Ticker(float(cfg.rates.get("joint_states_hz", 100)))
+    s100 = Ticker(float(cfg.rates.get("endpoint_hz", 100)))
+    stat_tick = Ticker(100.0)
+    diag = Ticker(float(cfg.rates.get("diagnostics_hz", 1)))
+    jitter_hist, compute_hist = stats.jitter_hist, stats.compute_hist
     tick = bytearray(1)
     stop = [False]
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
     signal.signal(signal.SIGINT, lambda *_: stop.__setitem__(0, True))
-    hs = core.hw_state
-    backend.read(hs)
     gc.collect()
     gc.freeze()
+    gc.disable()  # nothing in the cycle makes reference cycles; a collection would be a stall
     clock = time.monotonic
     last_start = clock()
-    sim_time = 0.0
     while not stop[0]:
         lateness = sched.wait()
         t0 = clock()
-        control.read()
-        if control.local.shutdown[0] > 0.5:
+        cycle.step()  # reads the control record first
+        if ctl.shutdown[0] > 0.5:
             break
-        command.read()
-        backend.read(hs)
-        state.begin_write()
-        core.step(sim_time)
-        backend.write(core.hw_cmd)
-        sim_time += dt
+        now = cycle.now
         # --- statistics (no allocation: scalar arithmetic on preallocated arrays) ---
         period_dev_us = abs((t0 - last_start) - period) * 1e6 if period > 0 else 0.0
         last_start = t0
         b = int(period_dev_us)
         jitter_hist[b if b < HIST_BINS else HIST_BINS - 1] += 1
-        st.stat_cycles[0] += 1
+        stats.stat_cycles[0] += 1
         if lateness * 1e6 > LATE_US:
-            st.stat_late[0] += 1
-        st.stat_skipped[0] = sched.skipped
-        st.alive[0] = 1.0
-        state.end_write()
-        # --- ticks for the publishers ---
-        flags = 0
-        js_div = control.local.joint_state_decimation[0]
-        js_count += 1
-        if js_count >= js_div:
-            js_count = 0
-            flags |= TICK_JOINT_STATES
-        s100_count += 1
-        if s100_count >= s100_div:
-            s100_count = 0
+            stats.stat_late[0] += 1
+        # --- ticks for the publishers, on loop time ---
+        hz = ctl.joint_state_hz[0]
+        if hz > 0.0:
+            js.hz = hz
+        flags = TICK_JOINT_STATES if js.due(now) else 0
+        if s100.due(now):
             flags |= TICK_STATE_100HZ
-        diag_count += 1
-        if diag_count >= diag_div:
-            diag_count = 0
+        if diag.due(now):
             flags |= TICK_DIAGNOSTICS
         if flags:
             tick[0] = flags
@@ -119,11 +119,17 @@ def run(args) -> int:
         compute_us = (clock() - t0) * 1e6
         b = int(compute_us)
         compute_hist[b if b < HIST_BINS else HIST_BINS - 1] += 1
-        st.stat_compute_sum_us[0] += compute_us
-        if compute_us > st.stat_compute_max_us[0]:
-            st.stat_compute_max_us[0] = compute_us
+        stats.stat_compute_sum_us[0] += compute_us
+        if compute_us > stats.stat_compute_max_us[0]:
+            stats.stat_compute_max_us[0] = compute_us
+        if stat_tick.due(now):
+            stats.stat_skipped[0] = sched.skipped
+            stats.ring_full[0] = ch.from_loop.full_rejects
+            stats.alive[0] = 1.0
+            ch.stats.publish_local()
         sched.advance()
-    st.alive[0] = 0.0
+    stats.alive[0] = 0.0
+    ch.stats.publish_local()
     backend.close()
     return 0
 
@@ -132,9 +138,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="intera_compat realtime loop process (no ROS)")
     ap.add_argument("--config", default=None)
     ap.add_argument("--backend", default="sim")
-    ap.add_argument("--command-shm", required=True)
-    ap.add_argument("--control-shm", required=True)
-    ap.add_argument("--state-shm", required=True)
+    ap.add_argument("--channel", required=True, help="JSON: shared-memory names of the channel (Channel.names)")
     ap.add_argument("--tick-fd", type=int, required=True)
     ap.add_argument("--speedup", type=float, default=1.0, help="sim time / wall time; <= 0: as fast as possible")
     ap.add_argument("--sim-time", action="store_true", help="the ROS side runs on /clock")

@@ -1,20 +1,41 @@
-"""Seqlock-protected float64 records in POSIX shared memory.
+"""Seqlock-protected float64 records in POSIX shared memory ("latest value" data only).
 
 A ``Layout`` names fields (scalars or fixed-length arrays); a ``SeqlockRecord`` maps it onto one
-shared-memory block as ``[seq | field...]`` of float64. There is one writer per record:
+shared-memory block as ``[seq | field...]`` of float64. There is exactly one writer per record:
 
-* writer: ``seq`` odd → write fields → ``seq`` even (``begin_write``/``end_write`` or ``write``)
-* reader: copy the block into a private buffer, accept it only if ``seq`` was even and unchanged.
+* the writer fills its private ``local`` buffer at leisure, then ``publish_local`` makes it the
+  shared value in one short critical section: ``seq`` odd → one block copy → ``seq`` even. The
+  shared block is never "write in progress" for longer than that copy, so a reader spins at most
+  one copy's time.
+* a reader copies the block into a private *staging* buffer and commits it to ``local`` only if
+  ``seq`` was even before the copy and unchanged after it. After ``retries`` failed attempts
+  ``read`` returns False and ``local`` keeps the previous consistent snapshot — a torn copy never
+  reaches the caller.
 
-On x86-64 (TSO) the numpy copies are ordered as issued, which is what the seqlock needs. Readers
-never block the writer; a torn read is simply retried. Nothing here allocates after construction.
+Memory ordering: the protocol needs stores to become visible in program order (writer: seq, data,
+seq) and loads to be performed in program order (reader: seq, data, seq). x86-64 guarantees both
+(total store order); weakly ordered CPUs (ARM, POWER) need fences that numpy cannot issue.
+``check_memory_order()`` refuses to start on such machines instead of silently tearing; every
+shared-memory channel calls it when it is created. Nothing here allocates after construction.
 """
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
 import numpy as np
+
+TSO_MACHINES = ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+def check_memory_order(machine: str | None = None) -> None:
+    """Raise RuntimeError unless this CPU orders stores and loads as the seqlock and ring assume."""
+    m = (machine or platform.machine()).lower()
+    if m not in TSO_MACHINES:
+        raise RuntimeError(
+            f"intera_compat's shared-memory channels assume total store order (x86-64); this CPU is {m!r}, "
+            "where seqlock and ring copies could be observed torn. Refusing to start the realtime loop.")
 
 
 @dataclass(frozen=True)
@@ -43,61 +64,70 @@ class Record:
             setattr(self, name, buf[off:off + n])
 
 
+_CREATED_HERE: set = set()
+
+
+def attach_shm(name: str | None, nbytes: int, create: bool) -> shared_memory.SharedMemory:
+    """Create (owner) or attach to a POSIX shared-memory block of ``nbytes``."""
+    check_memory_order()
+    shm = shared_memory.SharedMemory(name=name, create=create, size=nbytes if create else 0)
+    if create:
+        _CREATED_HERE.add(shm._name)
+    elif shm._name not in _CREATED_HERE:
+        # attaching processes must not let Python's resource tracker unlink the owner's block
+        try:
+            from multiprocessing import resource_tracker
+
+            resource_tracker.unregister(shm._name, "shared_memory")
+        except Exception:
+            pass
+    return shm
+
+
 class SeqlockRecord:
     """A ``Layout`` in shared memory. ``create=True`` in the owner; others attach by ``name``."""
 
     def __init__(self, layout: Layout, name: str | None = None, create: bool = False):
         self.layout = layout
-        nbytes = layout.size * 8
-        self.shm = shared_memory.SharedMemory(name=name, create=create, size=nbytes if create else 0)
-        if not create:
-            # attaching processes must not let Python's resource tracker unlink the owner's block
-            try:
-                from multiprocessing import resource_tracker
-
-                resource_tracker.unregister(self.shm._name, "shared_memory")
-            except Exception:
-                pass
+        self.shm = attach_shm(name, layout.size * 8, create)
         self._owner = create
         self.raw = np.ndarray((layout.size,), dtype=np.float64, buffer=self.shm.buf)
         if create:
             self.raw[:] = 0.0
-        self.shared = Record(layout, self.raw)  # direct views: only the writer writes through these
         self._local = np.zeros(layout.size)
-        self.local = Record(layout, self._local)  # private snapshot filled by read()
+        self._stage = np.zeros(layout.size)
+        self.local = Record(layout, self._local)  # the writer's draft / the reader's last good snapshot
+        self.failed_reads = 0  # reads that gave up (the writer kept the record busy)
 
     @property
     def name(self) -> str:
         return self.shm.name
 
     # --- writer ---------------------------------------------------------------------------
-    def begin_write(self) -> None:
-        self.raw[0] += 1.0  # odd: write in progress
-
-    def end_write(self) -> None:
-        self.raw[0] += 1.0  # even: consistent
-
     def publish_local(self) -> None:
-        """Write the private snapshot (``local``) as the new shared value."""
-        self.raw[0] += 1.0
-        self.raw[1:] = self._local[1:]
-        self.raw[0] += 1.0
+        """Make the private draft (``local``) the shared value: one copy inside the odd window."""
+        raw = self.raw
+        raw[0] += 1.0  # odd: write in progress
+        raw[1:] = self._local[1:]
+        raw[0] += 1.0  # even: consistent
 
     # --- reader ---------------------------------------------------------------------------
-    def read(self, retries: int = 1000) -> bool:
-        """Copy a consistent snapshot into ``local``; False if the writer kept it busy."""
-        raw, local = self.raw, self._local
+    def read(self, retries: int = 200) -> bool:
+        """Commit a consistent snapshot to ``local``; False (``local`` unchanged) if none was seen."""
+        raw, stage = self.raw, self._stage
         for _ in range(retries):
             s0 = raw[0]
             if s0 % 2.0:
                 continue
-            local[:] = raw
+            stage[:] = raw
             if raw[0] == s0:
+                self._local[:] = stage
                 return True
+        self.failed_reads += 1
         return False
 
     def close(self) -> None:
-        del self.shared, self.raw
+        del self.raw
         self.shm.close()
         if self._owner:
             try:

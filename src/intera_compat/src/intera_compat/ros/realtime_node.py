@@ -5,6 +5,7 @@ Callbacks only validate and store; publishing happens on a thread woken by the l
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,18 +25,21 @@ from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool, SetBoolResponse
 
 from ..config import load_config
-from ..loop.commands import CommandMailbox, CommandValidator
-from ..loop.layouts import (HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_STATE_100HZ, command_layout,
-                            control_layout, state_layout)
-from ..loop.shm import SeqlockRecord
+from ..loop.channel import Channel
+from ..loop.commands import make_validator
+from ..loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_STOP, MSG_SUPPRESS, SUPPRESS_COLLISION_AVOIDANCE,
+                            SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY, TICK_DIAGNOSTICS,
+                            TICK_JOINT_STATES, TICK_STATE_100HZ)
 from ..model.robot_model import RobotModel
+from ..safety.faults import describe
+from ..trajectory.client import TrajectoryClient
 from .wrench import WrenchEstimator
 
 SUPPRESS_TOPICS = {
-    "suppress_gravity_compensation": "suppress_gravity_id",
-    "suppress_collision_avoidance": "suppress_collision_avoidance_id",
-    "suppress_contact_safety": "suppress_contact_safety_id",
-    "suppress_cuff_interaction": "suppress_cuff_id",
+    "suppress_gravity_compensation": SUPPRESS_GRAVITY,
+    "suppress_collision_avoidance": SUPPRESS_COLLISION_AVOIDANCE,
+    "suppress_contact_safety": SUPPRESS_CONTACT_SAFETY,
+    "suppress_cuff_interaction": SUPPRESS_CUFF,
 }
 
 
@@ -64,27 +68,22 @@ class RealtimeLoopNode:
         self.n_arm = cfg.n_arm
         self.limb = cfg.limb
         self.loop_hz = float(cfg.rates["loop_hz"])
-        self.command = SeqlockRecord(command_layout(n), create=True)
-        self.control = SeqlockRecord(control_layout(), create=True)
-        self.state = SeqlockRecord(state_layout(n), create=True)
+        self.channel = ch = Channel(n, create=True)
         self.sim_time = bool(rospy.get_param("/use_sim_time", False))
         self.speedup = float(rospy.get_param("~speedup", 1.0))
-        self.lock = threading.Lock()
-        ctl = self.control.local
-        ctl.speed_ratio[0] = float(cfg.control["speed_ratio"])
-        ctl.command_timeout[0] = float(cfg.control["command_timeout"])
-        self.set_publish_rate(float(cfg.rates["joint_states_hz"]), log=False)
-        self.control.publish_local()
-        lim = cfg.limits
-        self.validator = CommandValidator(self.names, lim.lower, lim.upper, lim.velocity, lim.effort)
-        self.mailbox = CommandMailbox(self.command)
+        ch.set_control(speed_ratio=float(cfg.control["speed_ratio"]),
+                       command_timeout=float(cfg.control["command_timeout"]),
+                       joint_state_hz=float(cfg.rates["joint_states_hz"]))
+        self.validator = make_validator(cfg)
+        self.trajectories = TrajectoryClient(ch, cfg)
+        self._faults_seen = 0
         self.commands_received = 0
         self._homing_div = 0
         start_enabled = bool(rospy.get_param("~start_enabled", cfg.sim.get("start_enabled", True)))
         rospy.set_param("/robot/armnav_robot_description", self.rm.avoidance_urdf)
         self.read_fd, write_fd = os.pipe()
-        argv = [sys.executable, "-m", "intera_compat.loop.process", "--command-shm", self.command.name,
-                "--control-shm", self.control.name, "--state-shm", self.state.name, "--tick-fd", str(write_fd),
+        argv = [sys.executable, "-m", "intera_compat.loop.process", "--channel", json.dumps(ch.names),
+                "--tick-fd", str(write_fd),
                 "--speedup", str(self.speedup if self.sim_time else 1.0), "--start-enabled", str(int(start_enabled)),
                 "--backend", rospy.get_param("~backend", "sim")]
         if cfg.path:
@@ -122,32 +121,30 @@ class RealtimeLoopNode:
 
     def _make_subscribers(self):
         L = f"/robot/limb/{self.limb}"
-        rospy.Subscriber(f"{L}/joint_command", JointCommand, self._on_command, queue_size=1, tcp_nodelay=True)
+        # queue: a burst of commands while this process is busy is kept (the ring keeps them in order)
+        rospy.Subscriber(f"{L}/joint_command", JointCommand, self._on_command, queue_size=50, tcp_nodelay=True)
         rospy.Subscriber(f"{L}/joint_command_timeout", Float64, self._on_timeout, queue_size=1)
         rospy.Subscriber(f"{L}/set_speed_ratio", Float64, self._on_speed_ratio, queue_size=1)
         rospy.Subscriber("/robot/set_super_enable", Bool, self._on_enable, queue_size=1)
-        rospy.Subscriber("/robot/set_super_stop", Empty, lambda _: self._bump("stop_id"), queue_size=1)
-        rospy.Subscriber("/robot/set_super_reset", Empty, lambda _: self._bump("reset_id"), queue_size=1)
+        rospy.Subscriber("/robot/set_super_stop", Empty, lambda _: self._event(MSG_STOP), queue_size=1)
+        rospy.Subscriber("/robot/set_super_reset", Empty, lambda _: self._event(MSG_RESET), queue_size=1)
         rospy.Subscriber("/robot/joint_state_publish_rate", UInt16, self._on_rate, queue_size=1)
         rospy.Subscriber("/robot/set_homing_mode", HomingCommand, lambda _: None, queue_size=1)
         for topic, key in SUPPRESS_TOPICS.items():
-            rospy.Subscriber(f"{L}/{topic}", Empty, lambda _, k=key: self._bump(k), queue_size=1, tcp_nodelay=True)
+            rospy.Subscriber(f"{L}/{topic}", Empty, lambda _, k=key: self._event(MSG_SUPPRESS, k), queue_size=1,
+                             tcp_nodelay=True)
         rospy.Service("/robot/sim/set_estop", SetBool, self._on_estop)
 
     # ---------------------------------------------------------------- listeners (store only)
-    def _bump(self, key: str, **values) -> None:
-        with self.lock:
-            ctl = self.control.local
-            for k, v in values.items():
-                getattr(ctl, k)[0] = v
-            getattr(ctl, key)[0] += 1
-            self.control.publish_local()
+    def _event(self, kind: int, value: float = 0.0) -> None:
+        if not self.channel.post(kind, (value,)):
+            rospy.logerr_throttle(1.0, "realtime loop command ring full: event dropped (is the loop running?)")
 
     def _on_enable(self, msg: Bool) -> None:
-        self._bump("enable_id", enable_value=1.0 if msg.data else 0.0)
+        self._event(MSG_ENABLE, 1.0 if msg.data else 0.0)
 
     def _on_estop(self, req):
-        self._bump("estop_id", estop_pressed=1.0 if req.data else 0.0)
+        self._event(MSG_ESTOP, 1.0 if req.data else 0.0)
         return SetBoolResponse(True, "E-stop " + ("pressed" if req.data else "released"))
 
     def _on_timeout(self, msg: Float64) -> None:
@@ -157,32 +154,22 @@ class RealtimeLoopNode:
             return
         if t < 0.0 or t > 1.0:
             rospy.logwarn_throttle(1.0, f"joint_command_timeout {t} s outside [0, 1] s; clamped")
-        with self.lock:
-            self.control.local.command_timeout[0] = min(max(t, 0.0), 1.0)
-            self.control.publish_local()
+        self.channel.set_control(command_timeout=min(max(t, 0.0), 1.0))
 
     def _on_speed_ratio(self, msg: Float64) -> None:
         r = msg.data
         if not np.isfinite(r):
             rospy.logerr_throttle(1.0, f"set_speed_ratio rejected: data is {r}; keeping the previous ratio")
             return
-        with self.lock:
-            self.control.local.speed_ratio[0] = min(max(r, 0.0), 1.0)
-            self.control.publish_local()
-
-    def set_publish_rate(self, hz: float, log: bool = True) -> None:
-        hz = min(max(hz, 1.0), self.loop_hz)
-        self.control.local.joint_state_decimation[0] = max(1, int(round(self.loop_hz / hz)))
-        if log:
-            rospy.loginfo(f"/robot/joint_states now at {self.loop_hz / self.control.local.joint_state_decimation[0]:.0f} Hz")
+        self.channel.set_control(speed_ratio=min(max(r, 0.0), 1.0))
 
     def _on_rate(self, msg: UInt16) -> None:
         if msg.data == 0:
             rospy.logerr_throttle(1.0, "joint_state_publish_rate rejected: data is 0 Hz")
             return
-        with self.lock:
-            self.set_publish_rate(float(msg.data))
-            self.control.publish_local()
+        hz = min(float(msg.data), self.loop_hz)
+        self.channel.set_control(joint_state_hz=hz)
+        rospy.loginfo(f"/robot/joint_states now at {hz:.0f} Hz")
 
     def _on_command(self, msg: JointCommand) -> None:
         self.commands_received += 1
@@ -193,8 +180,8 @@ class RealtimeLoopNode:
             return
         if v.warnings:
             rospy.logwarn_throttle(1.0, "JointCommand: " + "; ".join(v.warnings))
-        with self.lock:
-            self.mailbox.post(v, self.state.shared.consumed_cmd_id[0])
+        if not self.channel.post_command(v.mode, v.mask, v.arrays):
+            rospy.logerr_throttle(1.0, "realtime loop command ring full: JointCommand dropped")
 
     # ---------------------------------------------------------------- publishers
     def _stamp(self, st) -> rospy.Time:
@@ -214,9 +201,11 @@ class RealtimeLoopNode:
             flags = 0
             for i in range(k):
                 flags |= buf[i]
-            while not self.state.read():
+            state = self.channel.state
+            while not state.read():  # bounded retries inside; the writer holds it for one copy only
                 time.sleep(1e-5)
-            st = self.state.local
+            st = state.local
+            self._check_faults(st)
             try:
                 if self.pub_clock is not None:
                     self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(st.time[0])))
@@ -305,9 +294,21 @@ class RealtimeLoopNode:
         if self._homing_div == 0:  # 10 Hz
             self.pub_homing.publish(HomingState(name=self.names, state=[HomingState.HOMED] * self.n))
 
+    def _check_faults(self, st) -> None:
+        self.trajectories.poll()
+        while self._faults_seen < len(self.trajectories.faults):
+            code, joint, t = self.trajectories.faults[self._faults_seen]
+            self._faults_seen += 1
+            name = self.names[joint] if 0 <= joint < self.n else ""
+            rospy.logerr(f"realtime loop fault at t={t:.3f} s: {describe(code, name)}; robot stopped "
+                         "(error). Reset and enable to continue.")
+
     def _publish_diagnostics(self, st, stamp):
-        now = np.r_[st.stat_cycles[0], st.stat_late[0], st.stat_skipped[0], st.stat_compute_sum_us[0]]
-        hists = (st.jitter_hist.copy(), st.compute_hist.copy())
+        if not self.channel.stats.read():
+            return
+        sx = self.channel.stats.local
+        now = np.r_[sx.stat_cycles[0], sx.stat_late[0], sx.stat_skipped[0], sx.stat_compute_sum_us[0]]
+        hists = (sx.jitter_hist.copy(), sx.compute_hist.copy())
         prev = self._diag_prev
         self._diag_prev = (now, hists)
         if prev is None:
@@ -319,13 +320,23 @@ class RealtimeLoopNode:
         late_pct = 100.0 * d[1] / cycles
         status.level = DiagnosticStatus.OK if late_pct < 1.0 else DiagnosticStatus.WARN
         status.message = f"{d[0]:.0f} cycles, {late_pct:.2f} % > 100 us late"
+        if st.fault_code[0]:
+            j = int(st.fault_joint[0])
+            status.level = DiagnosticStatus.ERROR
+            status.message = "fault: " + describe(int(st.fault_code[0]), self.names[j] if 0 <= j < self.n else "")
         vals = {
-            "cycles": d[0], "compute_mean_us": d[3] / cycles, "compute_p99_us": _percentile(ch, 0.99),
-            "compute_max_us": st.stat_compute_max_us[0], "jitter_p50_us": _percentile(jh, 0.5),
+            "cycles": d[0], "compute_mean_us": d[3] / cycles, "compute_p50_us": _percentile(ch, 0.5),
+            "compute_p99_us": _percentile(ch, 0.99),
+            "compute_max_us": sx.stat_compute_max_us[0], "jitter_p50_us": _percentile(jh, 0.5),
             "jitter_p99_us": _percentile(jh, 0.99), "overruns": d[1], "overrun_pct": late_pct,
-            "skipped_ticks": d[2], "sched_fifo": st.rt_fifo[0], "cpu": st.rt_cpu[0],
-            "realtime": st.realtime[0], "timeouts_total": st.timeouts[0],
+            "skipped_ticks": d[2], "sched_fifo": sx.rt_fifo[0], "cpu": sx.rt_cpu[0],
+            "realtime": sx.realtime[0], "timeouts_total": st.timeouts[0],
             "clamped_effort_total": st.clamped_effort[0], "commands_received_total": self.commands_received,
+            "commands_applied_total": st.commands[0], "commands_superseded_total": st.commands_superseded[0],
+            "commands_ignored_total": st.commands_ignored[0], "commands_refused_ring_full": self.channel.refused,
+            "faults_total": st.faults[0], "limit_interventions": st.limit_interventions[0],
+            "following_error_interventions": st.following_interventions[0],
+            "torque_guard_interventions": st.torque_guard_interventions[0],
         }
         status.values = [KeyValue(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in vals.items()]
         arr = DiagnosticArray(status=[status])
@@ -333,18 +344,12 @@ class RealtimeLoopNode:
         self.pub_diag.publish(arr)
 
     def shutdown(self):
-        with self.lock:
-            self.control.local.shutdown[0] = 1.0
-            self.control.publish_local()
+        self.channel.set_control(shutdown=1.0)
         try:
             self.proc.wait(3)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-        for rec in (self.command, self.control, self.state):
-            try:
-                rec.close()
-            except BufferError:
-                pass
+        self.channel.close()
 
 
 def main():

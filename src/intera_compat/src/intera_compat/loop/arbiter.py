@@ -1,0 +1,60 @@
+"""Which setpoint source drives the arm this cycle.
+
+Priority: the brakes while the robot is not enabled (or stopped); then an engaged override
+(slots for cuff zero-G and interaction control: sources with an ``engaged()`` method, highest
+priority first); then the source of the latest request (a JointCommand mode, a whole
+trajectory, or the hold it reverts to). The head joint keeps its own source whatever the
+limb does. A switch hands the new source the last setpoint, so it never jumps.
+"""
+from __future__ import annotations
+
+from ..hardware.base import HardwareState
+from ..sources.base import Setpoint, SetpointSource
+from ..sources.trajectory import R_JOINT_COMMAND, R_ROBOT_DISABLED, TrajectorySource
+
+
+class Arbiter:
+    def __init__(self, brake: SetpointSource, hold: SetpointSource, head: SetpointSource | None):
+        self.brake, self.hold, self.head = brake, hold, head
+        self.overrides: list = []
+        self.selected: SetpointSource = hold
+        self.active: SetpointSource = brake
+        self.switches = 0
+
+    def _switch(self, to: SetpointSource, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        old = self.active
+        if isinstance(old, TrajectorySource):
+            old.deactivate(R_ROBOT_DISABLED if to is self.brake else R_JOINT_COMMAND)
+        to.activate(sp, hw, now)
+        if old is self.brake and self.head is not None:
+            self.head.activate(sp, hw, now)
+        self.active = to
+        self.switches += 1
+
+    def select(self, source: SetpointSource, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        """A request for ``source`` arrived: it drives the limb from now on (unless braked/overridden)."""
+        self.selected = source
+        if self.active is not self.brake and self.active is not source and not self._override():
+            self._switch(source, sp, hw, now)
+
+    def _override(self):
+        for o in self.overrides:
+            if o.engaged():
+                return o
+        return None
+
+    def update(self, now: float, hw: HardwareState, sp: Setpoint, robot_active: bool) -> int:
+        """Run the winning source (and the head's); returns its fault code."""
+        if not robot_active:
+            want = self.brake
+        else:
+            want = self._override() or (self.hold if self.selected is self.brake else self.selected)
+        if want is not self.active:
+            if self.active is self.brake:
+                self.selected = self.hold  # enabling starts from a hold where the arm is
+                want = self._override() or self.hold
+            self._switch(want, sp, hw, now)
+        code = want.update(now, hw, sp)
+        if want is not self.brake and self.head is not None:
+            code = code or self.head.update(now, hw, sp)
+        return code

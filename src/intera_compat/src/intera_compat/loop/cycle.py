@@ -1,0 +1,329 @@
+"""One cycle of the robot, as a pipeline — the same function in the realtime process and in tests.
+
+    read backend → intake (control record, ring: commands, events, trajectories)
+    → robot state → arbiter (brakes | override slots | hold | POSITION | VELOCITY | TORQUE |
+      TRAJECTORY stream | whole trajectory; head hold) → safety chain on the setpoint
+    → control law (chosen by the backend adapter) → safety chain on the command
+    → backend write → state record (+ results and faults on the return ring)
+
+Rules (contract §2.1–2.2): only the active mode's arrays are read and joints a command does not
+name keep their targets; streaming modes revert to a smooth hold when no command arrives within
+``command_timeout`` (clamped to [0, 1] s); TORQUE adds gravity compensation unless
+``suppress_gravity_compensation`` keeps arriving; disabled / stopped / E-stopped → brakes (no
+command executes); any fault stops the robot (error + stopped) until reset, and the cycle that
+faults already holds the measured position instead of the faulty setpoint.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import RobotConfig
+from ..hardware.adapter import make_adapter
+from ..hardware.base import Backend, HardwareState
+from ..model.robot_model import RobotModel
+from ..safety.base import SafetyChain
+from ..safety.faults import FAULT_NON_FINITE_STATE
+from ..safety.finite_guard import FiniteGuard
+from ..safety.following_error import FollowingError
+from ..safety.joint_limits import JointLimits
+from ..safety.robot_state import RobotStateMachine
+from ..safety.torque_guard import TorqueGuard
+from ..sources.base import Setpoint
+from ..sources.hold import HoldSource
+from ..sources.position import PositionSource
+from ..sources.stream import StreamSource
+from ..sources.torque import TorqueSource
+from ..sources.trajectory import R_FAULT, TrajectorySource
+from ..sources.velocity import VelocitySource
+from .arbiter import Arbiter
+from .channel import TO_LOOP_WORDS, Channel
+from .layouts import (MSG_COMMAND, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, MSG_STOP, MSG_SUPPRESS,
+                      MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING, POSITION_MODE,
+                      SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
+
+TIMEOUT_RANGE = (0.0, 1.0)
+SOURCE_IDS = ("brake", "hold", "position", "velocity", "torque", "stream", "trajectory")
+
+
+def build_safety_chain(cfg: RobotConfig, dt: float) -> SafetyChain:
+    """The plugins named in ``control.safety_chain`` (config), in that order."""
+    lim, c, n = cfg.limits, cfg.control, len(cfg.all_joints)
+    fe = c.get("following_error", {})
+    factories = {
+        "finite_guard": lambda: FiniteGuard(n),
+        "following_error": lambda: FollowingError(n, fe.get("window", 0.1), fe.get("fault_window", 0.5)),
+        "joint_limits": lambda: JointLimits(lim.lower, lim.upper, lim.velocity, lim.accel, dt),
+        "torque_guard": lambda: TorqueGuard(lim.lower, lim.upper, lim.velocity, lim.effort),
+    }
+    names = c.get("safety_chain", ["finite_guard", "following_error", "joint_limits", "torque_guard"])
+    unknown = [x for x in names if x not in factories]
+    if unknown:
+        raise ValueError(f"control.safety_chain: unknown plugins {unknown} (known: {sorted(factories)})")
+    if "finite_guard" not in names:
+        raise ValueError("control.safety_chain must contain finite_guard")
+    return SafetyChain([factories[x]() for x in names])
+
+
+class LoopCycle:
+    def __init__(self, cfg: RobotConfig, rm: RobotModel, backend: Backend, channel: Channel,
+                 start_enabled: bool = True):
+        self.cfg, self.rm, self.backend, self.ch = cfg, rm, backend, channel
+        self.dt = dt = backend.period
+        n = self.n = len(cfg.all_joints)
+        na = cfg.n_arm
+        lim = cfg.limits
+        lo, hi, vmax, amax = lim.lower, lim.upper, lim.velocity, lim.accel
+        arm, everything = slice(0, na), slice(0, n)
+        self.hw = HardwareState.zeros(n)
+        self.sp = Setpoint.zeros(n)
+        self.adapter = make_adapter(backend, cfg, rm, dt)
+        self.law = self.adapter.law
+        self.chain = build_safety_chain(cfg, dt)
+        self.following = self.chain.get("following_error")
+        self.robot = RobotStateMachine(enabled=start_enabled)
+        # sources
+        self.brake = HoldSource(everything, lo, hi, vmax, amax, dt, ramp=False)
+        self.hold = HoldSource(arm, lo, hi, vmax, amax, dt)
+        head = HoldSource(slice(na, n), lo, hi, vmax, amax, dt) if n > na else None
+        self.position = PositionSource(arm, lo, hi, vmax, amax, dt)
+        self.velocity = VelocitySource(arm, lo, hi, vmax, dt)
+        self.torque = TorqueSource(arm, lim.effort)
+        self.stream = StreamSource(arm, vmax)
+        c = cfg.control
+        self.trajectory = TrajectorySource(arm, vmax, amax, dt, int(c.get("max_trajectory_knots", 10000)),
+                                           float(c.get("trajectory_start_tolerance", 0.05)))
+        self.by_mode = {POSITION_MODE: self.position, VELOCITY_MODE: self.velocity, TORQUE_MODE: self.torque,
+                        TRAJECTORY_MODE: self.stream}
+        self.arbiter = Arbiter(self.brake, self.hold, head)
+        self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
+                                                             self.torque, self.stream, self.trajectory))}
+        self._mode_of = {id(s): m for m, s in self.by_mode.items()}
+        # intake buffers (preallocated views onto one message buffer)
+        self._msg = np.zeros(TO_LOOP_WORDS)
+        m = self._msg
+        self._c_mask, self._c_pos = m[1:1 + n], m[1 + n:1 + 2 * n]
+        self._c_vel, self._c_acc, self._c_eff = m[1 + 2 * n:1 + 3 * n], m[1 + 3 * n:1 + 4 * n], m[1 + 4 * n:1 + 5 * n]
+        self._mask = np.zeros(n, dtype=bool)
+        self._raw_q = np.zeros(n)
+        self._out = np.zeros(4)
+        self.suppress_time = [-1e9] * len(SUPPRESS_KEYS)
+        self.suppress_timeout = float(c.get("suppress_timeout", 0.2))
+        self.last_command = 0.0
+        self.now = 0.0
+        self.initialised = False
+        self.fault_code = 0
+        self.fault_joint = -1
+        self.counts = dict(commands=0, superseded=0, ignored=0, timeouts=0, faults=0)
+
+    # ---- intake -------------------------------------------------------------------------
+    def suppressed(self, key: int) -> bool:
+        return self.now - self.suppress_time[key] < self.suppress_timeout
+
+    @property
+    def robot_active(self) -> bool:
+        return self.robot.enabled and not self.robot.stopped
+
+    def _command(self, now: float) -> None:
+        if not self.robot_active:
+            self.counts["ignored"] += 1  # disabled: commands are not executed
+            return
+        src = self.by_mode.get(int(self._msg[0]))
+        if src is None or not self.adapter.supports(src.requires):
+            self.counts["ignored"] += 1
+            return
+        mask = self._mask
+        np.greater(self._c_mask, 0.5, out=mask)
+        self.arbiter.select(src, self.sp, self.hw, now)
+        if src is self.position:
+            src.accept(mask, self._c_pos)
+        elif src is self.velocity:
+            src.accept(mask, self._c_vel)
+        elif src is self.torque:
+            src.accept(mask, self._c_eff)
+        else:
+            src.accept(mask, self._c_pos, self._c_vel, self._c_acc, now)
+        self.last_command = now
+        self.counts["commands"] += 1
+
+    def _execute_trajectory(self, k_words: int, now: float) -> None:
+        m, n = self._msg, self.n
+        traj_id, order, k = m[0], int(m[1]), int(m[2])
+        if 3 + n + k + 3 * k * n != k_words:
+            self.trajectory.results.append((traj_id, 5, 2, -1))  # REJECTED, R_INVALID (malformed)
+            return
+        o = 3
+        mask = m[o:o + n] > 0.5
+        o += n
+        t = m[o:o + k]
+        o += k
+        q = m[o:o + k * n].reshape(k, n)
+        o += k * n
+        v = m[o:o + k * n].reshape(k, n)
+        o += k * n
+        a = m[o:o + k * n].reshape(k, n)
+        if self.trajectory.prepare(traj_id, order, mask, t, q, v, a, self.sp, self.robot_active):
+            self.arbiter.select(self.trajectory, self.sp, self.hw, now)
+
+    def _intake(self, now: float) -> None:
+        ch = self.ch
+        ch.control.read()
+        self.position.set_ratio(ch.control.local.speed_ratio[0])
+        ring, msg, robot = ch.to_loop, self._msg, self.robot
+        was_active = self.robot_active
+        n_cmd = 0
+        while True:
+            k = ring.pop(msg)
+            if k < 0:
+                break
+            kind = ring.kind
+            if kind == MSG_COMMAND:
+                self._command(now)
+                n_cmd += 1
+            elif kind == MSG_SUPPRESS:
+                self.suppress_time[int(msg[0])] = now
+            elif kind == MSG_ENABLE:
+                robot.set_enable(msg[0] > 0.5)
+            elif kind == MSG_STOP:
+                robot.stop()
+            elif kind == MSG_RESET:
+                if robot.reset():
+                    self.fault_code, self.fault_joint = 0, -1
+            elif kind == MSG_ESTOP:
+                robot.press_estop() if msg[0] > 0.5 else robot.release_estop()
+            elif kind == MSG_TRAJ_EXECUTE:
+                self._execute_trajectory(k, now)
+            elif kind == MSG_TRAJ_CANCEL:
+                self.trajectory.cancel(msg[0])
+            elif kind == MSG_TRAJ_SCALING:
+                self.trajectory.set_scaling(msg[0])
+        if n_cmd > 1:
+            self.counts["superseded"] += n_cmd - 1
+        if self.robot_active != was_active:
+            self.law.reset()  # the integral restarts with the robot (switches between sources are bumpless)
+
+    # ---- the cycle ----------------------------------------------------------------------
+    def _fault(self, code: int, joint: int) -> None:
+        if self.robot.error and self.fault_code:
+            return  # already faulted: the brakes hold
+        self.robot.fault()
+        self.fault_code, self.fault_joint = code, joint
+        self.counts["faults"] += 1
+        o = self._out
+        o[0], o[1], o[2] = code, joint, self.now
+        self.ch.from_loop.push(MSG_FAULT, o[:3])
+
+    def _hold_measured(self) -> None:
+        """This cycle's setpoint after a fault: stay where the arm is, nothing moving."""
+        sp, hw = self.sp, self.hw
+        np.clip(hw.position, self.cfg.limits.lower, self.cfg.limits.upper, out=sp.q)
+        sp.v[:] = 0.0
+        sp.a[:] = 0.0
+        sp.tau[:] = 0.0
+        sp.torque_only[:] = False
+        sp.fixed[:] = True
+
+    def step(self) -> None:
+        """One cycle at loop time ``self.now``; the time then advances by ``dt``."""
+        now, hw, sp, ch = self.now, self.hw, self.sp, self.ch
+        self.backend.read(hw)
+        if not self.initialised:
+            sp.q[:] = hw.position
+            self.brake.activate(sp, hw, now)
+            self.chain.reset(hw, sp)
+            self.initialised = True
+        self._intake(now)
+        active = self.robot_active
+        arb = self.arbiter
+        timeout = min(max(ch.control.local.command_timeout[0], TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+        if active and arb.active.streaming and now - self.last_command > timeout:
+            arb.select(self.hold, sp, hw, now)
+            self.counts["timeouts"] += 1
+        before = arb.switches
+        code = arb.update(now, hw, sp, active)
+        if arb.switches != before:
+            self.chain.reset(hw, sp)
+        sp.gravity = not self.suppressed(SUPPRESS_GRAVITY)
+        chain = self.chain
+        joint = -1
+        if code:
+            self._hold_measured()
+        else:
+            self._raw_q[:] = sp.q
+            code = chain.on_setpoint(hw, sp)
+            joint = chain.fault_joint
+            if code:
+                if code != FAULT_NON_FINITE_STATE:
+                    self._hold_measured()
+            elif (self._raw_q != sp.q).any():  # the chain held the reference back: no wind-up
+                arb.active.rebase(sp)
+                self.law.reset()
+                if arb.head is not None and arb.active is not self.brake:
+                    arb.head.rebase(sp)
+        self.law.compute(hw, sp, self.adapter.command)
+        out_code = chain.on_output(hw, sp, self.adapter.command)
+        if out_code and not code:
+            code, joint = out_code, chain.fault_joint
+        if code:
+            self._fault(code, joint)
+            self.trajectory.deactivate(R_FAULT)
+        self.adapter.write()
+        self._results()
+        self._publish(now)
+        self.now = now + self.dt
+
+    def _results(self) -> None:
+        res = self.trajectory.results
+        if res:
+            o = self._out
+            for r in res:
+                o[:] = r
+                self.ch.from_loop.push(MSG_TRAJ_RESULT, o)
+            res.clear()
+
+    def _publish(self, now: float) -> None:
+        rec = self.ch.state
+        o, hw, sp, r, cnt = rec.local, self.hw, self.sp, self.robot, self.counts
+        active = self.arbiter.active
+        o.time[0] = now
+        o.cycle[0] += 1
+        o.source[0] = self._source_ids.get(id(active), -1)
+        o.mode[0] = self._mode_of.get(id(active), POSITION_MODE)
+        o.position[:] = hw.position
+        o.velocity[:] = hw.velocity
+        o.effort[:] = hw.effort
+        o.cmd_position[:] = sp.q
+        o.cmd_velocity[:] = sp.v
+        o.cmd_acceleration[:] = sp.a
+        o.cmd_effort[:] = self.adapter.command.effort
+        o.enabled[0] = r.enabled
+        o.stopped[0] = r.stopped
+        o.error[0] = r.error
+        o.estop_button[0] = r.estop_button
+        o.estop_source[0] = r.estop_source
+        o.ready[0] = r.ready
+        o.homed[0] = r.homed
+        o.gravity_suppressed[0] = not sp.gravity
+        o.speed_scaling[0] = hw.speed_scaling
+        o.fault_code[0] = self.fault_code
+        o.fault_joint[0] = self.fault_joint
+        o.faults[0] = cnt["faults"]
+        t = self.trajectory
+        o.traj_id[0] = t.traj_id
+        o.traj_state[0] = t.state
+        o.traj_time[0] = t.time
+        o.traj_duration[0] = t.traj.duration
+        o.traj_segment[0] = t.segment
+        o.traj_error[0] = t.error
+        o.traj_scaling[0] = t.applied_scaling
+        o.commands[0] = cnt["commands"]
+        o.commands_superseded[0] = cnt["superseded"]
+        o.commands_ignored[0] = cnt["ignored"]
+        o.timeouts[0] = cnt["timeouts"]
+        ch = self.chain
+        for name, fld in (("joint_limits", o.limit_interventions), ("following_error", o.following_interventions),
+                          ("torque_guard", o.torque_guard_interventions)):
+            p = ch.get(name)
+            fld[0] = p.interventions if p is not None else 0
+        tg = ch.get("torque_guard")
+        o.clamped_effort[0] = tg.clamped if tg is not None else 0
+        rec.publish_local()

@@ -1,0 +1,64 @@
+"""The interface every safety plugin implements, and the chain that runs them in order.
+
+A plugin may reshape the setpoint before the control law (``on_setpoint``) and/or check and
+reshape the command after it (``on_output``). Either returns 0 or a fault code
+(``safety.faults``) and leaves the joint concerned in ``fault_joint``. The chain stops at the
+first fault; the loop then stops the robot. Adding a safety feature = adding a plugin file and
+its name in the config's ``safety_chain`` list.
+"""
+from __future__ import annotations
+
+from ..hardware.base import HardwareCommand, HardwareState
+from ..sources.base import Setpoint
+
+
+class SafetyPlugin:
+    name = "plugin"
+
+    def __init__(self):
+        self.fault_joint = -1
+        self.interventions = 0  # cycles in which the plugin changed something
+
+    def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
+        """Reshape the setpoint in place before the law; 0 or a fault code."""
+        return 0
+
+    def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
+        """Check / reshape the command in place after the law; 0 or a fault code."""
+        return 0
+
+    def reset(self, hw: HardwareState, sp: Setpoint) -> None:
+        """The robot (re)starts from ``sp`` (enable, source switch after a fault)."""
+
+
+class SafetyChain:
+    def __init__(self, plugins: list):
+        self.plugins = list(plugins)
+        self.fault_code = 0
+        self.fault_joint = -1
+        self.fault_plugin = ""
+
+    def _result(self, p: SafetyPlugin, code: int) -> int:
+        self.fault_code, self.fault_joint, self.fault_plugin = code, p.fault_joint, p.name
+        return code
+
+    def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
+        for p in self.plugins:
+            code = p.on_setpoint(hw, sp)
+            if code:
+                return self._result(p, code)
+        return 0
+
+    def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
+        for p in self.plugins:
+            code = p.on_output(hw, sp, cmd)
+            if code:
+                return self._result(p, code)
+        return 0
+
+    def reset(self, hw: HardwareState, sp: Setpoint) -> None:
+        for p in self.plugins:
+            p.reset(hw, sp)
+
+    def get(self, name: str) -> SafetyPlugin | None:
+        return next((p for p in self.plugins if p.name == name), None)

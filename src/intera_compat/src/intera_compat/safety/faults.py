@@ -1,0 +1,25 @@
+"""Fault codes the loop raises: any of them stops the robot (stopped + error, brakes) until reset.
+
+The code and the joint it concerns are published in the state record; the listener logs the
+message once and reports it in /diagnostics.
+"""
+FAULT_NONE = 0
+FAULT_NON_FINITE_STATE = 1
+FAULT_NON_FINITE_SETPOINT = 2
+FAULT_NON_FINITE_OUTPUT = 3
+FAULT_INTERPOLATOR = 4
+FAULT_FOLLOWING_ERROR = 5
+
+MESSAGES = {
+    FAULT_NONE: "no fault",
+    FAULT_NON_FINITE_STATE: "the backend reported a non-finite joint state",
+    FAULT_NON_FINITE_SETPOINT: "a setpoint source produced a non-finite value",
+    FAULT_NON_FINITE_OUTPUT: "the control law produced a non-finite command; the last finite command was sent",
+    FAULT_INTERPOLATOR: "the position interpolator rejected its input; holding the current position",
+    FAULT_FOLLOWING_ERROR: "following error beyond the fault window (the arm does not follow its reference)",
+}
+
+
+def describe(code: int, joint: str = "") -> str:
+    msg = MESSAGES.get(code, f"fault {code}")
+    return f"{msg} ({joint})" if joint else msg

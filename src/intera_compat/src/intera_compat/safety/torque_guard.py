@@ -1,0 +1,64 @@
+"""Torque-mode guard and effort limits.
+
+Joints driven by commanded torque (TORQUE_MODE) have no position feedback, so this plugin keeps
+them inside their range and speed the way Sawyer does: inside ``zone`` (rad) of a position limit
+a spring/damper pushes back (full effort at the limit), and beyond ``v_max`` a damper brakes
+(full effort at ``overspeed`` × v_max over). Finally every joint's effort is clamped to its
+limit (counted).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..hardware.base import HardwareCommand, HardwareState
+from ..sources.base import Setpoint
+from .base import SafetyPlugin
+
+
+class TorqueGuard(SafetyPlugin):
+    name = "torque_guard"
+
+    def __init__(self, lower, upper, vmax, emax, zone: float = 0.15, overspeed: float = 0.1):
+        super().__init__()
+        self.emax = np.asarray(emax, float)
+        self.vmax = np.asarray(vmax, float)
+        self.soft_lo = np.asarray(lower, float) + zone
+        self.soft_hi = np.asarray(upper, float) - zone
+        self.k = self.emax / zone  # Nm/rad
+        self.d_limit = self.emax / self.vmax  # Nm s/rad inside the zone
+        self.d_speed = self.emax / (overspeed * self.vmax)  # Nm s/rad above v_max
+        n = len(self.emax)
+        self._t, self._u = np.zeros(n), np.zeros(n)
+        self.clamped = 0  # cycles with a clamped effort
+
+    def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
+        tau = cmd.effort
+        free = sp.torque_only
+        if free.any():
+            q, v, t, u = hw.position, hw.velocity, self._t, self._u
+            # soft position limits: spring on the penetration, damping on the outward speed
+            np.subtract(q, self.soft_hi, out=t)
+            np.maximum(t, 0.0, out=t)
+            np.subtract(q, self.soft_lo, out=u)
+            np.minimum(u, 0.0, out=u)
+            t += u  # signed penetration (0 inside the soft range)
+            pushing = t != 0.0
+            if (pushing & free).any():
+                np.multiply(self.k, t, out=u)
+                out_speed = np.where(t * v > 0.0, v, 0.0)
+                u += self.d_limit * out_speed
+                u *= free
+                tau -= u
+                self.interventions += 1
+            # speed cap
+            np.clip(v, -self.vmax, self.vmax, out=t)
+            np.subtract(v, t, out=t)
+            if (t != 0.0).any():
+                t *= self.d_speed
+                t *= free
+                tau -= t
+                self.interventions += 1
+        if (np.abs(tau) > self.emax).any():
+            np.clip(tau, -self.emax, self.emax, out=tau)
+            self.clamped += 1
+        return 0

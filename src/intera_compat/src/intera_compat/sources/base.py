@@ -1,0 +1,73 @@
+"""The setpoint record and the interface every setpoint source implements."""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..hardware.base import HardwareState
+
+
+@dataclass
+class Setpoint:
+    """What the control law should do this cycle, per joint (config order).
+
+    ``q`` rad, ``v`` rad/s, ``a`` rad/s² are tracked by the law on every joint whose
+    ``torque_only`` flag is False; joints with the flag set get ``tau`` (Nm) plus gravity
+    compensation and no position feedback (TORQUE_MODE). ``gravity`` False removes gravity
+    compensation from the output (``suppress_gravity_compensation``). ``fixed`` marks joints holding a
+fixed target: the following-error window (anti-windup for moving references) leaves them at
+full stiffness.
+    """
+
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    tau: np.ndarray
+    torque_only: np.ndarray  # bool
+    fixed: np.ndarray  # bool: a held target (full stiffness, no following-error window)
+    gravity: bool = True
+
+    @classmethod
+    def zeros(cls, n: int) -> "Setpoint":
+        return cls(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+
+    def copy_from(self, other: "Setpoint") -> None:
+        self.q[:] = other.q
+        self.v[:] = other.v
+        self.a[:] = other.a
+        self.tau[:] = other.tau
+        self.torque_only[:] = other.torque_only
+        self.fixed[:] = other.fixed
+        self.gravity = other.gravity
+
+
+class SetpointSource(abc.ABC):
+    """One input kind. A source owns the joints in ``idx`` (a slice of the config order) and
+    writes only those entries of the setpoint.
+
+    * ``activate`` is called when the arbiter hands it the arm: start from ``sp`` (the setpoint
+      the previous source produced last cycle), so switching never jumps;
+    * ``update`` writes this cycle's setpoint and returns 0, or a fault code (``safety.faults``);
+    * ``rebase`` is called after the safety chain moved the setpoint (limits, following-error
+      window): sources that integrate a reference pull it back so it cannot wind up.
+    """
+
+    #: True for streaming inputs that must keep arriving within ``joint_command_timeout``
+    streaming: bool = False
+    #: backend capability this source needs (None: any)
+    requires = None
+
+    def __init__(self, idx: slice):
+        self.idx = idx
+
+    def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        """Take over from setpoint ``sp`` at loop time ``now``."""
+
+    @abc.abstractmethod
+    def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
+        """Write this cycle's setpoint for ``self.idx``; 0 or a fault code."""
+
+    def rebase(self, sp: Setpoint) -> None:
+        """The safety chain changed ``sp`` for this source's joints (anti-windup)."""

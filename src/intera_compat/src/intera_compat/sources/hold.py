@@ -1,0 +1,67 @@
+"""Hold: keep the joints where they are (after a smooth stop when they were moving).
+
+The default source, the command-timeout fallback, the end of a cancelled trajectory and, with
+``ramp=False``, the brakes of a disabled or stopped robot.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..control.stop import StopRamp
+from ..hardware.base import HardwareState
+from .base import Setpoint, SetpointSource
+
+
+class HoldSource(SetpointSource):
+    def __init__(self, idx: slice, lower: np.ndarray, upper: np.ndarray, vmax: np.ndarray, amax: np.ndarray,
+                 dt: float, ramp: bool = True):
+        super().__init__(idx)
+        self.lower, self.upper = lower[idx], upper[idx]
+        self.ramp = StopRamp(vmax[idx], amax[idx], dt) if ramp else None
+        self.q = np.zeros(len(self.lower))
+        self._zero = np.zeros(len(self.lower))
+
+    def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        """Decelerate along the last setpoint (ramp), or stop dead at the measurement (brakes).
+
+        After TORQUE_MODE there is no tracked setpoint: the ramp starts from the measured state.
+        """
+        i = self.idx
+        if self.ramp is None:
+            np.clip(hw.position[i], self.lower, self.upper, out=self.q)
+            return
+        if sp.torque_only[i].any():
+            self.ramp.start(hw.position[i], hw.velocity[i], self._zero)
+        else:
+            self.ramp.start(sp.q[i], sp.v[i], sp.a[i])
+        np.clip(self.ramp.q, self.lower, self.upper, out=self.q)
+
+    def hold_here(self, q: np.ndarray) -> None:
+        """Hold ``q`` (this source's joints) with no ramp."""
+        np.clip(q, self.lower, self.upper, out=self.q)
+        if self.ramp is not None:
+            self.ramp.active = False
+
+    def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
+        i = self.idx
+        r = self.ramp
+        if r is not None and r.active:
+            r.update()
+            np.clip(r.q, self.lower, self.upper, out=self.q)
+            sp.q[i] = self.q
+            sp.v[i] = r.v
+            sp.a[i] = r.a
+        else:
+            sp.q[i] = self.q
+            sp.v[i] = 0.0
+            sp.a[i] = 0.0
+        sp.tau[i] = 0.0
+        sp.torque_only[i] = False
+        sp.fixed[i] = not (r is not None and r.active)
+        return 0
+
+    def rebase(self, sp: Setpoint) -> None:
+        """A hold keeps its target (the window only bounds the pull back); a stop ramp restarts."""
+        i = self.idx
+        if self.ramp is not None and self.ramp.active:
+            self.ramp.start(sp.q[i], sp.v[i], sp.a[i])

@@ -1,0 +1,63 @@
+"""TRAJECTORY_MODE JointCommands: streamed (position, velocity, acceleration) points, extrapolated
+between commands with constant acceleration; the acceleration is the inverse-dynamics feed-forward.
+
+Joints a command does not name keep extrapolating from where their last point put them now.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..hardware.base import HardwareState
+from .base import Setpoint, SetpointSource
+
+
+class StreamSource(SetpointSource):
+    streaming = True
+
+    def __init__(self, idx: slice, vmax):
+        super().__init__(idx)
+        self.vmax = vmax[idx]
+        n = len(self.vmax)
+        self.p, self.v, self.a = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.t0 = 0.0
+        self._tmp = np.zeros(n)
+
+    def _advance(self, tau: float) -> None:
+        """Move the stored point ``tau`` seconds along its extrapolation."""
+        self.p += self.v * tau + 0.5 * self.a * tau * tau
+        self.v += self.a * tau
+
+    def accept(self, mask: np.ndarray, position, velocity, acceleration, now: float) -> None:
+        i = self.idx
+        m = mask[i]
+        self._advance(now - self.t0)
+        self.t0 = now
+        self.p[m] = position[i][m]
+        self.v[m] = velocity[i][m]
+        self.a[m] = acceleration[i][m]
+
+    def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        i = self.idx
+        self.p[:] = hw.position[i] if sp.torque_only[i].any() else sp.q[i]
+        self.v[:] = 0.0
+        self.a[:] = 0.0
+        self.t0 = now
+
+    def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
+        i = self.idx
+        tau = now - self.t0
+        t = self._tmp
+        np.multiply(self.a, 0.5 * tau, out=t)  # q = p + (v + a τ/2) τ
+        t += self.v
+        t *= tau
+        t += self.p
+        sp.q[i] = t
+        np.multiply(self.a, tau, out=t)  # v = v + a τ, within the velocity limits
+        t += self.v
+        np.clip(t, -self.vmax, self.vmax, out=t)
+        sp.v[i] = t
+        sp.a[i] = self.a
+        sp.tau[i] = 0.0
+        sp.torque_only[i] = False
+        sp.fixed[i] = False
+        return 0

@@ -1,0 +1,163 @@
+"""Whole trajectories handed to the loop once and sampled every cycle on a speed-scaled time base.
+
+Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's
+factor (``set_scaling``) × the backend's speed scaling (UR slider, Cobot progress): at 0 the arm
+pauses on the path, it does not abort. Velocities and accelerations are scaled with it.
+
+* ``prepare`` checks a new trajectory against the current setpoint and stages it. A first knot
+  at t > 0 is reached from the current setpoint (a knot is prepended at t = 0); a first knot at
+  t = 0 must lie within ``start_tolerance`` of it. Joints the trajectory does not name hold.
+* ``cancel`` = jerk-limited stop (``StopRamp``) on the path's current state, then hold;
+  the result is reported once the arm has stopped.
+* Every trajectory ends with exactly one result in ``results`` (the loop forwards them):
+  SUCCEEDED at the end time, CANCELLED, PREEMPTED (another trajectory or a JointCommand took
+  over), ABORTED (robot disabled / stopped / fault) or REJECTED (never started).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..control.stop import StopRamp
+from ..hardware.base import HardwareState
+from ..trajectory.spline import KnotTrajectory
+from .base import Setpoint, SetpointSource
+
+# progress states
+TRAJ_IDLE, TRAJ_RUNNING, TRAJ_STOPPING, TRAJ_DONE = 0, 1, 2, 3
+# result statuses
+SUCCEEDED, CANCELLED, PREEMPTED, ABORTED, REJECTED = 1, 2, 3, 4, 5
+# rejection / abort reasons (with a joint index where it applies)
+R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND, R_NEWER_TRAJECTORY, \
+    R_ROBOT_DISABLED, R_FAULT = range(9)
+STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
+                REJECTED: "REJECTED"}
+REASONS = {
+    R_NONE: "", R_START_DEVIATION: "the first point is too far from the current position",
+    R_INVALID: "the trajectory has non-finite values or times that do not increase",
+    R_NOT_ENABLED: "the robot is not enabled", R_TOO_LONG: "the trajectory has more knots than the loop holds",
+    R_JOINT_COMMAND: "a JointCommand took over the arm", R_NEWER_TRAJECTORY: "replaced by a newer trajectory",
+    R_ROBOT_DISABLED: "the robot was disabled or stopped", R_FAULT: "the loop faulted",
+}
+
+
+class TrajectorySource(SetpointSource):
+    def __init__(self, idx: slice, vmax, amax, dt: float, max_knots: int = 10000, start_tolerance: float = 0.05):
+        super().__init__(idx)
+        self.m = m = len(vmax[idx])
+        self.dt = dt
+        self.start_tolerance = start_tolerance
+        self.traj = KnotTrajectory(m, max_knots + 1)
+        self.ramp = StopRamp(vmax[idx], amax[idx], dt)
+        self.mask = np.zeros(m, dtype=bool)
+        self.q, self.v, self.a = np.zeros(m), np.zeros(m), np.zeros(m)
+        self._err = np.zeros(m)
+        self.traj_id = 0.0
+        self.state = TRAJ_IDLE
+        self.time = 0.0
+        self.segment = -1
+        self.error = 0.0  # max |setpoint − measured| over the trajectory's joints, rad
+        self.scaling = 1.0  # the sender's factor
+        self.applied_scaling = 1.0
+        self.results: list = []  # (traj_id, status, reason, joint) for the loop to forward
+
+    # ---- requests -----------------------------------------------------------------------
+    def prepare(self, traj_id: float, order: int, mask, t, q, v, a, sp: Setpoint, enabled: bool) -> bool:
+        """Stage a trajectory (full-length ``mask``; ``q``/``v``/``a`` shaped (k, n) in config order)."""
+        i = self.idx
+        mask = np.asarray(mask[i], bool)
+        q, v, a = q[:, i], v[:, i], a[:, i]
+        if not enabled:
+            return self._reject(traj_id, R_NOT_ENABLED)
+        if len(t) + 1 > self.traj.max_knots:
+            return self._reject(traj_id, R_TOO_LONG)
+        if not (np.isfinite(t).all() and np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(a).all()
+                and t[0] >= 0.0 and (len(t) < 2 or np.all(np.diff(t) > 0.0))):
+            return self._reject(traj_id, R_INVALID)
+        cur_q = sp.q[i].copy()
+        cur_v = np.where(sp.torque_only[i], 0.0, sp.v[i])
+        if t[0] <= 0.0:
+            dev = np.abs(q[0] - cur_q) * mask
+            j = int(np.argmax(dev))
+            if dev[j] > self.start_tolerance:
+                return self._reject(traj_id, R_START_DEVIATION, j)
+            kt, kq, kv, ka = t, q.copy(), v.copy(), a.copy()
+        else:  # reach the first point from where the arm is
+            kt = np.r_[0.0, t]
+            kq, kv, ka = np.vstack([cur_q, q]), np.vstack([cur_v, v]), np.vstack([np.zeros(self.m), a])
+        kq[:, ~mask] = cur_q[~mask]  # joints not named hold
+        kv[:, ~mask] = 0.0
+        ka[:, ~mask] = 0.0
+        if self.state in (TRAJ_RUNNING, TRAJ_STOPPING):
+            self._finish(PREEMPTED, R_NEWER_TRAJECTORY)
+        self.traj.load(kt, kq, kv, ka, order)
+        self.mask[:] = mask
+        self.traj_id = traj_id
+        self.state = TRAJ_RUNNING
+        self.time = 0.0
+        self.segment = -1
+        return True
+
+    def cancel(self, traj_id: float) -> None:
+        """Stop smoothly on the path (0 cancels whatever runs)."""
+        if self.state == TRAJ_RUNNING and traj_id in (0.0, self.traj_id):
+            self.ramp.start(self.q, self.v, self.a)
+            self.state = TRAJ_STOPPING
+
+    def set_scaling(self, s: float) -> None:
+        self.scaling = min(max(s, 0.0), 1.0)
+
+    def deactivate(self, reason: int) -> None:
+        """Another source takes the arm (or the robot stops): the running trajectory ends."""
+        if self.state in (TRAJ_RUNNING, TRAJ_STOPPING):
+            self._finish(PREEMPTED if reason in (R_JOINT_COMMAND, R_NEWER_TRAJECTORY) else ABORTED, reason)
+
+    def _reject(self, traj_id: float, reason: int, joint: int = -1) -> bool:
+        self.results.append((traj_id, REJECTED, reason, joint))
+        return False
+
+    def _finish(self, status: int, reason: int = R_NONE) -> None:
+        self.results.append((self.traj_id, status, reason, -1))
+        self.state = TRAJ_DONE
+
+    # ---- cycle --------------------------------------------------------------------------
+    def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
+        i = self.idx
+        if self.state == TRAJ_RUNNING:
+            s = self.scaling * hw.speed_scaling
+            self.applied_scaling = s
+            self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
+            self.v *= s
+            self.a *= s * s
+            self.time += self.dt * s
+            if self.time >= self.traj.duration and self.segment >= self.traj.k - 1:
+                self.time = self.traj.duration
+                self._finish(SUCCEEDED)
+        elif self.state == TRAJ_STOPPING:
+            if not self.ramp.update():
+                self._finish(CANCELLED)
+            self.q[:], self.v[:], self.a[:] = self.ramp.q, self.ramp.v, self.ramp.a
+        elif self.state == TRAJ_DONE:
+            self.v[:] = 0.0
+            self.a[:] = 0.0
+        sp.q[i] = self.q
+        sp.v[i] = self.v
+        sp.a[i] = self.a
+        sp.tau[i] = 0.0
+        sp.torque_only[i] = False
+        sp.fixed[i] = False
+        np.subtract(self.q, hw.position[i], out=self._err)
+        np.abs(self._err, out=self._err)
+        self._err *= self.mask
+        self.error = float(self._err.max())
+        return 0
+
+    def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        """Handed the arm with nothing staged: hold the current setpoint."""
+        if self.state != TRAJ_RUNNING:
+            self.q[:] = sp.q[self.idx]
+            self.v[:] = 0.0
+            self.a[:] = 0.0
+
+    def rebase(self, sp: Setpoint) -> None:
+        if self.state != TRAJ_RUNNING:  # a running path is not moved: its progress is its time
+            self.q[:] = sp.q[self.idx]

@@ -1,0 +1,178 @@
+"""Hand whole joint trajectories to the realtime loop and follow them (listener side, no ROS).
+
+The loop samples a trajectory every cycle on its own time base; nothing is streamed. This
+client validates a trajectory (names, shapes, finiteness, increasing times, position and
+velocity limits — errors name the field), sends it once over the channel's ring, and turns
+the loop's progress (state record) and results (return ring) into plain data. The motion
+controller and the joint trajectory action server are its users.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import RobotConfig
+from ..loop.channel import Channel
+from ..loop.layouts import MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
+from ..sources.trajectory import REASONS, STATUS_NAMES
+
+
+class TrajectoryError(ValueError):
+    """A trajectory the client refuses to send (the message names the field)."""
+
+
+@dataclass
+class TrajectoryResult:
+    traj_id: int
+    status: int  # sources.trajectory SUCCEEDED / CANCELLED / PREEMPTED / ABORTED / REJECTED
+    reason: int
+    joint: str
+
+    @property
+    def name(self) -> str:
+        return STATUS_NAMES.get(self.status, str(self.status))
+
+    @property
+    def message(self) -> str:
+        why = REASONS.get(self.reason, "")
+        return f"{self.name}" + (f": {why}" if why else "") + (f" ({self.joint})" if self.joint else "")
+
+
+@dataclass
+class TrajectoryProgress:
+    traj_id: int
+    state: int  # sources.trajectory TRAJ_IDLE / RUNNING / STOPPING / DONE
+    time: float  # s along the trajectory (its own time base)
+    duration: float
+    segment: int
+    error: float  # max |setpoint − measured| over its joints, rad
+    scaling: float  # applied time scaling (sender × backend)
+
+
+class TrajectoryClient:
+    def __init__(self, channel: Channel, cfg: RobotConfig):
+        self.ch = channel
+        self.names = list(cfg.joint_names)  # limb joints (a trajectory may name any subset)
+        self.n = len(cfg.all_joints)
+        self.index = {j: i for i, j in enumerate(self.names)}
+        lim = cfg.limits
+        self.lower, self.upper, self.vmax = lim.lower, lim.upper, lim.velocity
+        self.max_knots = int(cfg.control.get("max_trajectory_knots", 10000))
+        self._ids = itertools.count(1)
+        self.results: dict[int, TrajectoryResult] = {}
+        self.faults: list = []  # (code, joint index, loop time)
+        self._buf = np.zeros(64)
+
+    def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None) -> int:
+        """Send a trajectory; returns its id. ``times`` (k,) s from the start; ``positions`` (k, m)
+        for ``joint_names`` (default: every limb joint); velocities/accelerations pick the
+        interpolation (linear / cubic / quintic)."""
+        names = list(joint_names) if joint_names is not None else self.names
+        t = np.asarray(times, float)
+        k = len(t)
+        if k == 0:
+            raise TrajectoryError("times is empty")
+        if k > self.max_knots:
+            raise TrajectoryError(f"{k} points: the loop holds at most {self.max_knots}")
+        cols = []
+        for j, name in enumerate(names):
+            i = self.index.get(name)
+            if i is None:
+                raise TrajectoryError(f"joint_names[{j}] '{name}' is not a joint of this limb")
+            if i in cols:
+                raise TrajectoryError(f"joint_names[{j}] '{name}' appears twice")
+            cols.append(i)
+        arrays = {}
+        for fld, data in (("positions", positions), ("velocities", velocities), ("accelerations", accelerations)):
+            if data is None:
+                continue
+            a = np.asarray(data, float)
+            if a.shape != (k, len(names)):
+                raise TrajectoryError(f"{fld} has shape {a.shape}, expected ({k}, {len(names)})")
+            bad = np.argwhere(~np.isfinite(a))
+            if len(bad):
+                raise TrajectoryError(f"{fld}[{bad[0][0]}][{bad[0][1]}] ({names[bad[0][1]]}) is {a[tuple(bad[0])]}")
+            arrays[fld] = a
+        if "positions" not in arrays:
+            raise TrajectoryError("positions are required")
+        if not np.isfinite(t).all() or t[0] < 0.0 or np.any(np.diff(t) <= 0.0):
+            raise TrajectoryError("times must be finite, >= 0 and strictly increasing")
+        if "accelerations" in arrays and "velocities" not in arrays:
+            raise TrajectoryError("accelerations given without velocities")
+        cols = np.array(cols)
+        p = arrays["positions"]
+        lo, hi = self.lower[cols], self.upper[cols]
+        bad = np.argwhere((p < lo) | (p > hi))
+        if len(bad):
+            r, c = bad[0]
+            raise TrajectoryError(f"positions[{r}][{c}] ({names[c]}) = {p[r, c]:.4g} rad is outside "
+                                  f"[{lo[c]:.4g}, {hi[c]:.4g}]")
+        if "velocities" in arrays:
+            bad = np.argwhere(np.abs(arrays["velocities"]) > self.vmax[cols])
+            if len(bad):
+                r, c = bad[0]
+                raise TrajectoryError(f"velocities[{r}][{c}] ({names[c]}) exceeds {self.vmax[cols][c]:.4g} rad/s")
+        order = 5 if "accelerations" in arrays else 3 if "velocities" in arrays else 1
+        n = self.n
+        full = {f: np.zeros((k, n)) for f in ("positions", "velocities", "accelerations")}
+        for f, a in arrays.items():
+            full[f][:, cols] = a
+        mask = np.zeros(n)
+        mask[cols] = 1.0
+        traj_id = next(self._ids)
+        head = np.array([traj_id, order, k], float)
+        if not self.ch.post(MSG_TRAJ_EXECUTE, head, mask, t, full["positions"].ravel(), full["velocities"].ravel(),
+                            full["accelerations"].ravel()):
+            raise TrajectoryError("the loop's command ring is full (is the realtime loop running?)")
+        return traj_id
+
+    def cancel(self, traj_id: int = 0) -> None:
+        """Jerk-limited stop of ``traj_id`` (0: whatever runs); its result follows once stopped."""
+        self.ch.post(MSG_TRAJ_CANCEL, np.array([traj_id], float))
+
+    def set_scaling(self, factor: float) -> None:
+        """The sender's time scaling in [0, 1] (0 pauses on the path)."""
+        self.ch.post(MSG_TRAJ_SCALING, np.array([min(max(float(factor), 0.0), 1.0)]))
+
+    def poll(self) -> None:
+        """Collect results and faults the loop sent back."""
+        ring, buf = self.ch.from_loop, self._buf
+        while True:
+            k = ring.pop(buf)
+            if k < 0:
+                return
+            if ring.kind == MSG_TRAJ_RESULT:
+                j = int(buf[3])
+                tid = int(buf[0])
+                self.results[tid] = TrajectoryResult(tid, int(buf[1]), int(buf[2]),
+                                                     self.names[j] if 0 <= j < len(self.names) else "")
+            elif ring.kind == MSG_FAULT:
+                self.faults.append((int(buf[0]), int(buf[1]), float(buf[2])))
+
+    def progress(self) -> TrajectoryProgress:
+        """From the last state snapshot the caller read (``channel.state.read()``)."""
+        s = self.ch.state.local
+        return TrajectoryProgress(int(s.traj_id[0]), int(s.traj_state[0]), float(s.traj_time[0]),
+                                  float(s.traj_duration[0]), int(s.traj_segment[0]), float(s.traj_error[0]),
+                                  float(s.traj_scaling[0]))
+
+    def wait(self, traj_id: int, timeout: float, step=None, dt: float = 0.001) -> TrajectoryResult | None:
+        """Poll until ``traj_id`` has a result, for at most ``timeout`` s: wall time, or when
+        ``step()`` advances an offline loop by ``dt`` per call, loop time."""
+        end = time.monotonic() + timeout
+        steps = int(round(timeout / dt))
+        while traj_id not in self.results:
+            if step is None:
+                if time.monotonic() > end:
+                    return None
+                time.sleep(0.001)
+            else:
+                if steps <= 0:
+                    return None
+                steps -= 1
+                step()
+            self.poll()
+        return self.results[traj_id]

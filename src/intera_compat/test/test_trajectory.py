@@ -1,0 +1,153 @@
+"""Whole trajectories handed to the loop once and sampled every cycle (nothing streamed)."""
+import numpy as np
+import pytest
+
+from intera_compat.loop.layouts import MSG_ENABLE, POSITION_MODE
+from intera_compat.loop.offline import OfflineLoop
+from intera_compat.sources import trajectory as T
+from intera_compat.trajectory.client import TrajectoryError
+from intera_compat.trajectory.spline import KnotTrajectory
+
+ARM = [f"right_j{i}" for i in range(7)]
+
+
+@pytest.fixture
+def loop():
+    L = OfflineLoop()
+    L.step()
+    return L
+
+
+def min_jerk(q0, q1, duration, k=41):
+    t = np.linspace(0.0, duration, k)
+    s = t / duration
+    p = 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5
+    dp = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration
+    ddp = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2
+    d = q1 - q0
+    return t, q0 + np.outer(p, d), np.outer(dp, d), np.outer(ddp, d)
+
+
+def test_quintic_sampling_matches_the_polynomial():
+    tr = KnotTrajectory(2, 10)
+    t, q, v, a = min_jerk(np.zeros(2), np.array([1.0, -0.5]), 2.0, k=2)
+    tr.load(t, q, v, a, 5)
+    out = [np.zeros(2) for _ in range(3)]
+    for tau in np.linspace(0, 2, 9):
+        tr.sample(tau, *out)
+        s = tau / 2
+        assert out[0][0] == pytest.approx(10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5, abs=1e-12)
+    tr.sample(5.0, *out)  # after the end: the last point, at rest
+    assert out[0] == pytest.approx([1.0, -0.5]) and not out[1].any()
+
+
+def test_trajectory_sent_once_is_followed_and_succeeds(loop):
+    q0 = loop.arm_q
+    q1 = q0 + np.array([0.5, -0.3, 0.2, 0.4, -0.5, 0.3, 0.8])
+    t, q, v, a = min_jerk(q0, q1, 2.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    worst = 0.0
+    for _ in range(220):
+        loop.run(0.01)
+        worst = max(worst, loop.trajectories.progress().error)
+    res = loop.trajectories.results[tid]
+    assert res.status == T.SUCCEEDED
+    assert loop.state.local.commands[0] == 0  # no JointCommand: the loop sampled it itself
+    assert worst < 0.01
+    loop.run(0.3)
+    assert np.abs(loop.arm_q - q1).max() < 0.0087
+
+
+def test_scaling_slows_pauses_and_resumes_without_aborting(loop):
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([0, 0, 0, 0.6, 0, 0, 0]), 1.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.trajectories.set_scaling(0.5)
+    loop.run(1.0)
+    p = loop.trajectories.progress()
+    assert p.time == pytest.approx(0.5, abs=0.01) and p.scaling == pytest.approx(0.5)
+    loop.trajectories.set_scaling(0.0)
+    loop.run(0.5)
+    here = loop.arm_q
+    loop.run(0.5)
+    assert loop.trajectories.progress().time == pytest.approx(0.5, abs=0.01)  # paused on the path
+    assert np.abs(loop.arm_q - here).max() < 1e-3 and tid not in loop.trajectories.results
+    loop.trajectories.set_scaling(1.0)
+    assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
+
+
+def test_cancel_is_a_smooth_stop_then_a_cancelled_result(loop):
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([1.0, 0, 0, 0, 0, 0, 0]), 2.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.run(1.0)  # full speed mid-way
+    loop.trajectories.cancel(tid)
+    prev_v = loop.state.local.cmd_velocity[0]
+    amax = loop.cfg.limits.accel[0]
+    for _ in range(600):
+        loop.step()
+        v_now = loop.state.local.cmd_velocity[0]
+        assert abs(v_now - prev_v) <= amax * loop.dt * 1.01  # no velocity jump
+        prev_v = v_now
+        if tid in loop.trajectories.results:
+            break
+    assert loop.trajectories.results[tid].status == T.CANCELLED
+    assert abs(loop.state.local.cmd_velocity[0]) < 1e-9
+    stop = loop.arm_q[0]
+    loop.run(0.5)
+    assert loop.arm_q[0] == pytest.approx(stop, abs=2e-3) and stop < q0[0] + 0.9
+
+
+def test_first_point_far_from_the_arm_is_rejected_naming_the_joint(loop):
+    far = loop.arm_q + np.array([0, 0, 0.3, 0, 0, 0, 0])
+    tid = loop.trajectories.execute([0.0, 1.0], [far, far])
+    res = loop.trajectories.wait(tid, 0.05, step=loop.step)
+    assert res.status == T.REJECTED and res.reason == T.R_START_DEVIATION and res.joint == "right_j2"
+    assert "too far" in res.message
+
+
+def test_first_point_later_than_zero_is_reached_from_the_arm(loop):
+    goal = loop.arm_q + np.array([0, 0, 0.3, 0, 0, 0, 0])
+    tid = loop.trajectories.execute([1.5], [goal], [np.zeros(7)])
+    assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
+    loop.run(0.3)
+    assert np.abs(loop.arm_q - goal).max() < 0.0087
+
+
+def test_partial_joint_set_leaves_other_joints_holding(loop):
+    q0 = loop.arm_q
+    tid = loop.trajectories.execute([1.0], [[q0[4] + 0.4]], joint_names=["right_j4"])
+    assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
+    loop.run(0.3)
+    expect = q0.copy()
+    expect[4] += 0.4
+    assert np.abs(loop.arm_q - expect).max() < 0.0087
+
+
+def test_joint_command_preempts_and_disable_aborts(loop):
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([0.5, 0, 0, 0, 0, 0, 0]), 2.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.run(0.5)
+    loop.send(POSITION_MODE, ARM, position=loop.arm_q)
+    loop.run(0.01)
+    assert loop.trajectories.results[tid].status == T.PREEMPTED
+    tid2 = loop.trajectories.execute([1.0], [q0])
+    loop.run(0.3)
+    loop.event(MSG_ENABLE, 0)
+    loop.run(0.01)
+    assert loop.trajectories.results[tid2].status == T.ABORTED
+    assert loop.trajectories.results[tid2].reason == T.R_ROBOT_DISABLED
+
+
+def test_client_rejects_bad_trajectories_naming_the_field(loop):
+    c = loop.trajectories
+    q = loop.arm_q
+    with pytest.raises(TrajectoryError, match=r"positions\[1\]\[2\] \(right_j2\) is nan"):
+        c.execute([0.5, 1.0], [q, np.r_[q[:2], np.nan, q[3:]]])
+    with pytest.raises(TrajectoryError, match="strictly increasing"):
+        c.execute([1.0, 1.0], [q, q])
+    with pytest.raises(TrajectoryError, match=r"joint_names\[0\] 'head_pan'"):
+        c.execute([1.0], [[0.0]], joint_names=["head_pan"])
+    with pytest.raises(TrajectoryError, match=r"positions\[0\]\[0\] \(right_j0\) = 9"):
+        c.execute([1.0], [np.r_[9.0, q[1:]]])
