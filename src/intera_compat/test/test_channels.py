@@ -1,15 +1,19 @@
 """Shared-memory channels without ROS: the SPSC message ring (``loop.ring``) and the seqlock record
 (``loop.shm``), each unit-tested in one process and stress-tested across two processes.
 
-The two-process tests assert outcomes only (every message exactly once, in order, untorn; no torn
-snapshot), never timing: a writer that stalls or races ahead changes how often the ring is full,
-not what arrives.
+The two-process tests run the writer as a separate interpreter (this file as a script, started
+with ``subprocess`` like the realtime node starts the loop) and assert outcomes only (every message
+exactly once, in order, untorn; no torn snapshot), never timing: a writer that stalls or races
+ahead changes how often the ring is full, not what arrives.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
-import queue
+import json
 import random
+import select
+import subprocess
+import sys
+import threading
 import time
 import tracemalloc
 
@@ -19,9 +23,9 @@ import pytest
 from intera_compat.loop.ring import SpscRing
 from intera_compat.loop.shm import Layout, SeqlockRecord
 
-SPAWN = mp.get_context("spawn")
-CHILD_START_S = 30.0  # generous: a spawned child imports numpy and the package first
-STRESS_DEADLINE_S = 30.0  # upper bound only; a healthy run takes ~2 s
+CHILD_START_S = 30.0  # generous: the child interpreter imports numpy and the package first
+STRESS_DEADLINE_S = 30.0  # upper bound only; a healthy stress test takes ~2 s
+STRESS_LAYOUT = Layout((("a", 1), ("b", 7), ("c", 120)))
 
 
 @pytest.fixture
@@ -208,14 +212,57 @@ def test_push_and_pop_allocate_no_payload_buffers(rings):
     np.testing.assert_array_equal(out, msg)
 
 
-# ---- ring: two processes -------------------------------------------------------------------------
-def _ring_writer(name: str, capacity: int, total: int, seed: int, primed, stop, report) -> None:
-    """Child: push ``total`` stress messages; on a full ring retry (never drop). First fill the ring
-    while the reader still waits on ``primed``, so the full path is always exercised."""
+# ---- two-process harness -------------------------------------------------------------------------
+class Child:
+    """This file run as a script in a fresh interpreter: ``Child("ring-writer", args...)``.
+
+    The child reports readiness with one stdout line, stops when its stdin closes and prints its
+    statistics as a last JSON line."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([sys.executable, __file__, *map(str, args)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def wait_line(self, timeout: float) -> str:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, "child process did not report in time"
+        return self.proc.stdout.readline().strip()
+
+    def finish(self, timeout: float = STRESS_DEADLINE_S) -> dict:
+        out, _ = self.proc.communicate(timeout=timeout)  # closes stdin: the child stops
+        assert self.proc.returncode == 0, f"child failed ({self.proc.returncode})"
+        return json.loads(out.strip().splitlines()[-1])
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def _stop_on_stdin_eof() -> threading.Event:
+    stop = threading.Event()
+
+    def watch():
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return stop
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def ring_writer(name: str, capacity: int, total: int, seed: int) -> None:
+    """Child: push ``total`` stress messages, retrying (never dropping) when the ring is full. It
+    fills the ring before saying "primed" (the reader waits for that), so the full path always runs."""
+    stop = _stop_on_stdin_eof()
     ring = SpscRing(capacity, name=name)
     rng = random.Random(seed)
     buf = np.zeros(64)
     k = np.arange(64) * 1e-3
+    primed = False
     retries = 0
     try:
         for seq in range(total):
@@ -223,27 +270,47 @@ def _ring_writer(name: str, capacity: int, total: int, seed: int, primed, stop, 
             np.add(k[:n], seq, out=buf[:n])
             cut = rng.randint(0, n)
             while not ring.push(1, buf[:cut], buf[cut:n]):
-                if not primed.is_set():
-                    primed.set()  # the reader may start draining now
+                if not primed:
+                    primed = True
+                    _say("primed")
                 if stop.is_set():
                     return
                 retries += 1
-                time.sleep(0.0002)
+                if retries % 32 == 0:  # mostly spin: chase the reader's tail closely
+                    time.sleep(0.0001)
             if rng.random() < 0.002:
                 time.sleep(rng.random() * 0.003)  # random short stalls
+        if not primed:
+            _say("primed")
+        stop.wait()
     finally:
-        primed.set()
-        report.put({"pushed": ring.pushed, "full_rejects": ring.full_rejects, "retries": retries})
+        _say(json.dumps({"pushed": ring.pushed, "full_rejects": ring.full_rejects, "retries": retries}))
         ring.close()
 
 
+def seqlock_writer(name: str) -> None:
+    """Child: set every field of ``local`` to one counter value and publish, as fast as it can."""
+    stop = _stop_on_stdin_eof()
+    rec = SeqlockRecord(STRESS_LAYOUT, name=name)
+    fields = [getattr(rec.local, f) for f, _ in STRESS_LAYOUT.fields]
+    c = 0
+    _say("ready")
+    try:
+        while not stop.is_set():
+            c += 1
+            for f in fields:
+                f[:] = c
+            rec.publish_local()
+    finally:
+        _say(json.dumps({"published": c}))
+        rec.close()
+
+
+# ---- ring: two processes -------------------------------------------------------------------------
 def test_ring_two_processes_no_loss_no_reorder_no_tearing(rings):
     total = 30_000  # ~2 s at the reader's 1 kHz drain rate through a 512-word ring
     ring = rings(512)
-    primed, stop, report = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
-    writer = SPAWN.Process(target=_ring_writer, args=(ring.name, ring.capacity, total, 7, primed, stop, report),
-                           daemon=True)
-    writer.start()
+    child = Child("ring-writer", ring.name, ring.capacity, total, 7)
     rng = random.Random(11)
     out = np.zeros(64)
     k = np.arange(64) * 1e-3
@@ -251,10 +318,10 @@ def test_ring_two_processes_no_loss_no_reorder_no_tearing(rings):
     seq = drains = 0
     bad = []
     try:
-        assert primed.wait(CHILD_START_S), "writer did not start"
+        assert child.wait_line(CHILD_START_S) == "primed"
         deadline = time.monotonic() + STRESS_DEADLINE_S
-        while seq < total and time.monotonic() < deadline:
-            while True:
+        while seq < total and not bad and time.monotonic() < deadline:
+            while len(bad) < 5:
                 n = ring.pop(out)
                 if n < 0:
                     break
@@ -262,93 +329,55 @@ def test_ring_two_processes_no_loss_no_reorder_no_tearing(rings):
                 np.add(k[:m], seq, out=expect[:m])
                 if ring.kind != 1 or n != m or not np.array_equal(out[:n], expect[:n]):
                     bad.append((seq, ring.kind, n, out[:n].copy()))
-                    if len(bad) > 10:
-                        break
                 seq += 1
-            if bad:
-                break
             drains += 1
             time.sleep(0.001)  # the consumer's 1 kHz cycle
             if rng.random() < 0.01:
                 time.sleep(rng.random() * 0.01)  # and its occasional stalls
-        stats = report.get(timeout=STRESS_DEADLINE_S)
+        stats = child.finish()
     finally:
-        stop.set()
-        writer.join(10)
-        if writer.is_alive():
-            writer.terminate()
-            writer.join(5)
-    assert not bad, f"wrong/torn messages (first: seq {bad[0][0]}): {bad[:3]}"
+        child.kill()
+    assert not bad, f"wrong/torn messages (first at seq {bad[0][0]}): {bad}"
     assert seq == total, f"received {seq} of {total} messages"
     assert ring.pop(out) == -1  # nothing extra: every message exactly once
     assert stats["pushed"] == total and ring.popped == total
-    assert stats["full_rejects"] > 0  # the ring ran full and the writer retried rather than dropped
-    assert writer.exitcode == 0
-    print(f"ring stress: {total} messages, {drains} drains, writer retries {stats['retries']}")
+    assert stats["full_rejects"] > 0  # the ring ran full and the writer retried instead of dropping
+    print(f"ring stress: {total} messages in {drains} drains, writer retries {stats['retries']}")
 
 
 # ---- seqlock record ------------------------------------------------------------------------------
-STRESS_LAYOUT = Layout((("a", 1), ("b", 7), ("c", 120)))
-
-
-def _seqlock_writer(name: str, ready, stop, report) -> None:
-    """Child: set every field of ``local`` to one counter value and publish, as fast as possible."""
-    rec = SeqlockRecord(STRESS_LAYOUT, name=name)
-    fields = [getattr(rec.local, f) for f, _ in STRESS_LAYOUT.fields]
-    c = 0
-    try:
-        ready.set()
-        while not stop.is_set():
-            c += 1
-            for f in fields:
-                f[:] = c
-            rec.publish_local()
-    finally:
-        report.put(c)
-        del fields
-        rec.close()
-
-
 def test_seqlock_two_processes_no_torn_snapshot():
     rec = SeqlockRecord(STRESS_LAYOUT, create=True)
-    ready, stop, report = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
-    writer = SPAWN.Process(target=_seqlock_writer, args=(rec.name, ready, stop, report), daemon=True)
-    writer.start()
+    child = Child("seqlock-writer", rec.name)
     rng = random.Random(5)
-    buf = rec.local.buf
+    buf = rec.local.buf  # the reader's last good snapshot: [seq, a, b..., c...]
     ok = failed = 0
     last = 0.0
     torn = []
     try:
-        assert ready.wait(CHILD_START_S), "writer did not start"
+        assert child.wait_line(CHILD_START_S) == "ready"
         end = time.monotonic() + 1.5
-        while time.monotonic() < end:
+        while time.monotonic() < end and not torn:
             if rec.read():
                 ok += 1
                 v = buf[1]
                 if not (buf[1:] == v).all() or buf[0] % 2.0 or v < last:
                     torn.append((buf[0], last, np.unique(buf[1:])))
-                    break
                 last = v
             else:
                 failed += 1
             time.sleep(0.001)
             if rng.random() < 0.01:
                 time.sleep(rng.random() * 0.005)
-        stop.set()
-        published = report.get(timeout=STRESS_DEADLINE_S)
+        stats = child.finish()
     finally:
-        stop.set()
-        writer.join(10)
-        if writer.is_alive():
-            writer.terminate()
-            writer.join(5)
+        child.kill()
         rec.close()
-    assert not torn, f"torn or stale snapshot: {torn}"
-    assert ok > 0, f"no read succeeded ({failed} failed)"
-    assert last > 0 and published >= last
+    assert not torn, f"torn or backwards snapshot: {torn}"
+    assert ok > 0, f"no read succeeded ({failed} gave up)"
+    assert 0 < last <= stats["published"]
     assert failed == rec.failed_reads
-    print(f"seqlock stress: writer published {published}, reads ok {ok}, gave up {failed}")
+    print(f"seqlock stress: writer published {stats['published']}, reads ok {ok}, gave up {failed}")
 
 
 def test_seqlock_read_during_write_keeps_previous_snapshot():
@@ -373,3 +402,47 @@ def test_seqlock_read_during_write_keeps_previous_snapshot():
     finally:
         reader.close()
         writer.close()
+
+
+class _PublishedDuringEveryCopy:
+    """``raw`` as a reader sees it when the writer publishes while every copy is under way: ``seq``
+    is even whenever it is checked, yet has moved on by the next check."""
+
+    def __init__(self, raw: np.ndarray):
+        self.raw = raw
+
+    def __getitem__(self, i):
+        if i == 0:
+            self.raw[0] += 2.0  # one more complete publish
+        return self.raw[i]
+
+    def __array__(self, dtype=None, copy=None):
+        return self.raw
+
+
+def test_seqlock_copy_overtaken_by_writer_is_discarded():
+    """The torn-read defect proper: a copy whose ``seq`` changed underneath must not reach ``local``
+    (the earlier ``read`` copied straight into ``local`` and kept the last torn copy on giving up)."""
+    writer = SeqlockRecord(STRESS_LAYOUT, create=True)
+    reader = SeqlockRecord(STRESS_LAYOUT, name=writer.name)
+    real_raw = reader.raw
+    try:
+        writer.local.buf[1:] = 3.0
+        writer.publish_local()
+        assert reader.read()
+        good = reader.local.buf.copy()
+        writer.raw[1:] = np.arange(1, STRESS_LAYOUT.size) * -1.0  # what a torn copy would pick up
+        reader.raw = _PublishedDuringEveryCopy(real_raw)
+        assert not reader.read(retries=5)
+        np.testing.assert_array_equal(reader.local.buf, good)
+        assert reader.failed_reads == 1
+    finally:
+        reader.raw = real_raw
+        reader.close()
+        writer.close()
+
+
+if __name__ == "__main__":
+    CHILDREN = {"ring-writer": lambda a: ring_writer(a[0], int(a[1]), int(a[2]), int(a[3])),
+                "seqlock-writer": lambda a: seqlock_writer(a[0])}
+    CHILDREN[sys.argv[1]](sys.argv[2:])

@@ -26,6 +26,7 @@ class InverseDynamicsLaw(ControlLaw):
         self.kd = np.asarray(kd, float)
         self.ki_dt = np.asarray(ki, float) * dt
         self.ilim = np.asarray(integral_limit, float)
+        self._nilim = -self.ilim
         n = len(self.kp)
         self.integral = np.zeros(n)  # rad/s² contribution
         self.a_cmd = np.zeros(n)
@@ -41,7 +42,8 @@ class InverseDynamicsLaw(ControlLaw):
         np.subtract(sp.q, q, out=e)
         e *= self.ki_dt
         self.integral += e
-        np.clip(self.integral, -self.ilim, self.ilim, out=self.integral)
+        np.minimum(self.integral, self.ilim, out=self.integral)  # ufuncs: no np.clip wrapper overhead
+        np.maximum(self.integral, self._nilim, out=self.integral)
         np.subtract(sp.q, q, out=e)
         np.multiply(self.kp, e, out=a)
         np.subtract(sp.v, v, out=e)

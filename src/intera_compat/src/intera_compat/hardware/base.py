@@ -59,7 +59,10 @@ class HardwareCommand:
 
     @classmethod
     def zeros(cls, n: int, mode: CommandMode = CommandMode.TORQUE) -> "HardwareCommand":
-        return cls(mode, np.zeros(n), np.zeros(n), np.zeros(n))
+        block = np.zeros((3, n))  # contiguous: one reduction checks every array
+        cmd = cls(mode, block[0], block[1], block[2])
+        cmd.block = block
+        return cmd
 
 
 class Backend(abc.ABC):

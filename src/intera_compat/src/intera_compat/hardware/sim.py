@@ -53,5 +53,7 @@ class SimBackend(Backend):
     def write(self, command: HardwareCommand) -> None:
         if command.mode != CommandMode.TORQUE:
             raise ValueError("the MuJoCo Sawyer is torque-driven")
-        np.clip(command.effort, self._lo, self._hi, out=self.d.ctrl)
+        ctrl = self.d.ctrl
+        np.maximum(command.effort, self._lo, out=ctrl)
+        np.minimum(ctrl, self._hi, out=ctrl)
         mujoco.mj_step(self.m, self.d)

@@ -114,6 +114,12 @@ class LoopCycle:
         self.fault_code = 0
         self.fault_joint = -1
         self.counts = dict(commands=0, superseded=0, ignored=0, timeouts=0, faults=0)
+        o = channel.state.local
+        self._reported = [(p, fld) for p, fld in ((self.chain.get("joint_limits"), o.limit_interventions),
+                                                  (self.following, o.following_interventions),
+                                                  (self.chain.get("torque_guard"), o.torque_guard_interventions))
+                          if p is not None]
+        self._torque_guard = self.chain.get("torque_guard")
 
     # ---- intake -------------------------------------------------------------------------
     def suppressed(self, key: int) -> bool:
@@ -319,11 +325,8 @@ class LoopCycle:
         o.commands_superseded[0] = cnt["superseded"]
         o.commands_ignored[0] = cnt["ignored"]
         o.timeouts[0] = cnt["timeouts"]
-        ch = self.chain
-        for name, fld in (("joint_limits", o.limit_interventions), ("following_error", o.following_interventions),
-                          ("torque_guard", o.torque_guard_interventions)):
-            p = ch.get(name)
-            fld[0] = p.interventions if p is not None else 0
-        tg = ch.get("torque_guard")
-        o.clamped_effort[0] = tg.clamped if tg is not None else 0
+        for p, fld in self._reported:
+            fld[0] = p.interventions
+        if self._torque_guard is not None:
+            o.clamped_effort[0] = self._torque_guard.clamped
         rec.publish_local()

@@ -64,14 +64,15 @@ class SpscRing:
         self.shm = attach_shm(name, (_HEADER_WORDS + cap) * 8, create)
         self._owner = create
         self._hdr = np.ndarray((_HEADER_WORDS,), dtype=np.uint64, buffer=self.shm.buf)
-        self._data = np.ndarray((cap,), dtype=np.float64, buffer=self.shm.buf, offset=_HEADER_WORDS * 8)
         if create:
             self._hdr[:] = 0
             self._hdr[_CAP] = cap
         elif int(self._hdr[_CAP]) != cap:
             shared = int(self._hdr[_CAP])
-            self.close()
+            del self._hdr
+            self.shm.close()
             raise ValueError(f"ring {name!r} has capacity {shared} words, this side expects {cap}")
+        self._data = np.ndarray((cap,), dtype=np.float64, buffer=self.shm.buf, offset=_HEADER_WORDS * 8)
         self.kind: int = 0  # kind of the message the last successful pop returned
         self.pushed = 0  # messages this instance pushed
         self.popped = 0  # messages this instance popped

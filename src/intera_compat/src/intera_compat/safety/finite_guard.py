@@ -15,14 +15,14 @@ from .base import SafetyPlugin
 from .faults import FAULT_NON_FINITE_OUTPUT, FAULT_NON_FINITE_SETPOINT, FAULT_NON_FINITE_STATE
 
 
-def _first_bad(*arrays) -> int:
-    """Index of the first joint with a non-finite value in any array, -1 if all are finite."""
-    for x in arrays:
-        if not np.isfinite(x.sum()):  # one reduction: NaN/inf anywhere makes the sum non-finite
-            bad = np.flatnonzero(~np.isfinite(x))
-            if len(bad):
-                return int(bad[0])
-    return -1
+def _first_bad(x: np.ndarray, zeros: np.ndarray) -> int:
+    """Column (joint) of the first non-finite entry of ``x`` (1-D or rows × joints), -1 if none.
+
+    ``x · 0`` is NaN exactly when ``x`` holds a NaN or an inf (no overflow, one BLAS call)."""
+    if np.dot(x.ravel(), zeros[:x.size]) == 0.0:
+        return -1
+    bad = np.flatnonzero(~np.isfinite(x))
+    return int(bad[0] % x.shape[-1]) if len(bad) else -1
 
 
 class FiniteGuard(SafetyPlugin):
@@ -31,43 +31,43 @@ class FiniteGuard(SafetyPlugin):
     def __init__(self, n: int):
         super().__init__()
         self.last_q = np.zeros(n)
-        self.last_cmd = HardwareCommand.zeros(n)
+        self.last_cmd = np.zeros((3, n))
+        self._zeros = np.zeros(4 * n)
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
-        self.last_q[:] = hw.position if np.isfinite(hw.position).all() else self.last_q
+        if _first_bad(hw.position, self._zeros) < 0:
+            self.last_q[:] = hw.position
+
+    def _hold_last(self, sp: Setpoint) -> None:
+        sp.q[:] = self.last_q
+        sp.v[:] = 0.0
+        sp.a[:] = 0.0
+        sp.tau[:] = 0.0
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
-        j = _first_bad(hw.position, hw.velocity)
+        z = self._zeros
+        j = _first_bad(hw.position, z)
+        if j < 0:
+            j = _first_bad(hw.velocity, z)
         if j >= 0:
             self.fault_joint = j
-            sp.q[:] = self.last_q
-            sp.v[:] = 0.0
-            sp.a[:] = 0.0
-            sp.tau[:] = 0.0
+            self._hold_last(sp)
             return FAULT_NON_FINITE_STATE
-        j = _first_bad(sp.q, sp.v, sp.a, sp.tau)
+        j = _first_bad(sp.block, z)
         if j >= 0:
             self.fault_joint = j
             self.interventions += 1
-            sp.q[:] = self.last_q
-            sp.v[:] = 0.0
-            sp.a[:] = 0.0
-            sp.tau[:] = 0.0
+            self._hold_last(sp)
             return FAULT_NON_FINITE_SETPOINT
         self.last_q[:] = sp.q
         return 0
 
     def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
-        j = _first_bad(cmd.effort, cmd.position, cmd.velocity)
-        last = self.last_cmd
+        j = _first_bad(cmd.block, self._zeros)
         if j >= 0:
             self.fault_joint = j
             self.interventions += 1
-            cmd.effort[:] = last.effort
-            cmd.position[:] = last.position
-            cmd.velocity[:] = last.velocity
+            cmd.block[:] = self.last_cmd
             return FAULT_NON_FINITE_OUTPUT
-        last.effort[:] = cmd.effort
-        last.position[:] = cmd.position
-        last.velocity[:] = cmd.velocity
+        self.last_cmd[:] = cmd.block
         return 0

@@ -25,33 +25,42 @@ class JointLimits(SafetyPlugin):
         self.step = self.vmax * dt * step_margin
         n = len(self.lower)
         self.prev = np.zeros(n)
-        self._lo, self._hi = np.zeros(n), np.zeros(n)
+        self._d = np.zeros(n)
+        self._b = np.zeros(n, dtype=bool)
         self._primed = False
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
         self._primed = False
 
+    def _over(self, x: np.ndarray, limit: np.ndarray) -> bool:
+        """Any |x| > limit (no allocation)."""
+        np.abs(x, out=self._d)
+        np.greater(self._d, limit, out=self._b)
+        return bool(self._b.any())
+
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
-        q, free = sp.q, sp.torque_only
+        q, d, b = sp.q, self._d, self._b
         changed = False
-        if ((q < self.lower) | (q > self.upper)).any():
+        np.less(q, self.lower, out=b)
+        if b.any() or (np.greater(q, self.upper, out=b).any()):
             np.clip(q, self.lower, self.upper, out=q)
             changed = True
         if self._primed:
-            lo, hi = self._lo, self._hi
-            np.subtract(self.prev, self.step, out=lo)
-            np.add(self.prev, self.step, out=hi)
-            lo[free] = -np.inf
-            hi[free] = np.inf
-            if ((q < lo) | (q > hi)).any():
-                np.clip(q, lo, hi, out=q)
+            np.subtract(q, self.prev, out=d)
+            d[sp.torque_only] = 0.0  # torque-driven joints are not stepped
+            if self._over(d, self.step):
+                np.subtract(q, self.prev, out=d)
+                d[sp.torque_only] = 0.0
+                np.clip(d, -self.step, self.step, out=d)
+                np.add(self.prev, d, out=d)
+                np.copyto(q, d, where=~sp.torque_only)
                 changed = True
         self.prev[:] = q
         self._primed = True
-        if (np.abs(sp.v) > self.vmax).any():
+        if self._over(sp.v, self.vmax):
             np.clip(sp.v, -self.vmax, self.vmax, out=sp.v)
             changed = True
-        if (np.abs(sp.a) > self.amax).any():
+        if self._over(sp.a, self.amax):
             np.clip(sp.a, -self.amax, self.amax, out=sp.a)
             changed = True
         self.interventions += changed

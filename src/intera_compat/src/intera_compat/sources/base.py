@@ -31,7 +31,10 @@ full stiffness.
 
     @classmethod
     def zeros(cls, n: int) -> "Setpoint":
-        return cls(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+        block = np.zeros((4, n))  # q, v, a, tau contiguous: one reduction checks them all
+        sp = cls(block[0], block[1], block[2], block[3], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+        sp.block = block
+        return sp
 
     def copy_from(self, other: "Setpoint") -> None:
         self.q[:] = other.q
