@@ -130,11 +130,11 @@ def realtime_phase(seconds):
     # --- TRAJECTORY: 1 kHz stream with a key in right_j6 (round trip, loss)
     rate = rospy.Publisher("/robot/joint_state_publish_rate", UInt16, queue_size=1, latch=True)
     rate.publish(UInt16(1000))
-    rospy.Subscriber("/robot/limb/right/gravity_compensation_torques", SEAJointState, on_sea, queue_size=100,
-                     tcp_nodelay=True)
     js = rospy.wait_for_message("/robot/joint_states", JointState, 5)
     q = [js.position[js.name.index(n)] for n in names]
     base6 = q[6] - 0.2
+    rospy.Subscriber("/robot/limb/right/gravity_compensation_torques", SEAJointState, on_sea, queue_size=100,
+                     tcp_nodelay=True)
     msg = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=names, position=list(q), velocity=[0.0] * 7,
                        acceleration=[0.0] * 7)
     msg.position[6] = base6

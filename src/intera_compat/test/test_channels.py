@@ -276,10 +276,11 @@ def ring_writer(name: str, capacity: int, total: int, seed: int) -> None:
                 if stop.is_set():
                     return
                 retries += 1
-                if retries % 32 == 0:  # mostly spin: chase the reader's tail closely
-                    time.sleep(0.0001)
-            if rng.random() < 0.002:
-                time.sleep(rng.random() * 0.003)  # random short stalls
+                time.sleep(0.0001)
+            if rng.random() < 0.1:  # bursts of ~10 pushes, then a short random pause: about as fast as
+                time.sleep(rng.random() * 0.0005)  # the reader drains, so it often catches up mid-push
+            if rng.random() < 0.001:
+                time.sleep(rng.random() * 0.005)  # and now and then a longer stall
         if not primed:
             _say("primed")
         stop.wait()
