@@ -205,6 +205,9 @@ def main():
     while not rosgraph.is_master_online():
         time.sleep(0.05)
     rospy.init_node("loop_bench", disable_signals=True)
+    from intera_compat.loop.scheduler import keep_off_cpu, loop_cpu
+
+    keep_off_cpu(loop_cpu())  # the client stays off the loop's core, like the listener process
     try:
         probe_late, probe_fifo = spin_probe(min(seconds, 20.0), (os.cpu_count() or 1) - 1)
         stack = start_stack(port, [])

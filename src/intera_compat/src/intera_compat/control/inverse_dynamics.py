@@ -51,7 +51,7 @@ class InverseDynamicsLaw(ControlLaw):
         a += e
         a += sp.a
         a += self.integral
-        any_free = free.any()
+        any_free = np.count_nonzero(free) > 0
         if any_free:
             a[free] = 0.0
             self.integral[free] = 0.0

@@ -45,7 +45,10 @@ class HardwareState:
 
     @classmethod
     def zeros(cls, n: int) -> "HardwareState":
-        return cls(np.zeros(n), np.zeros(n), np.zeros(n))
+        block = np.zeros((3, n))  # position, velocity, effort contiguous (one copy to publish)
+        hs = cls(block[0], block[1], block[2])
+        hs.block = block
+        return hs
 
 
 @dataclass

@@ -41,12 +41,12 @@ class SimBackend(Backend):
 
     def read(self, state: HardwareState) -> None:
         d = self.d
-        np.take(d.qpos, self._qadr, out=state.position)
-        np.take(d.qvel, self._dadr, out=state.velocity)
+        d.qpos.take(self._qadr, out=state.position)
+        d.qvel.take(self._dadr, out=state.velocity)
         # measured joint torque: what the motor delivers net of the constraint forces (dry friction,
         # joint-limit stops) — not the command
-        np.take(d.qfrc_actuator, self._dadr, out=state.effort)
-        np.take(d.qfrc_constraint, self._dadr, out=self._tmp)
+        d.qfrc_actuator.take(self._dadr, out=state.effort)
+        d.qfrc_constraint.take(self._dadr, out=self._tmp)
         state.effort += self._tmp
         state.time = d.time
 

@@ -115,6 +115,12 @@ class LoopCycle:
         self.fault_joint = -1
         self.counts = dict(commands=0, superseded=0, ignored=0, timeouts=0, faults=0)
         o = channel.state.local
+        off = channel.state.layout.offsets()
+        p0, c0 = off["position"][0], off["cmd_position"][0]
+        assert off["effort"][0] == p0 + 2 * n and off["cmd_acceleration"][0] == c0 + 2 * n
+        self._o_measured = o.buf[p0:p0 + 3 * n].reshape(3, n)  # position, velocity, effort
+        self._o_setpoint = o.buf[c0:c0 + 3 * n].reshape(3, n)  # cmd_position, cmd_velocity, cmd_acceleration
+        self._changed = np.zeros(n, dtype=bool)
         self._reported = [(p, fld) for p, fld in ((self.chain.get("joint_limits"), o.limit_interventions),
                                                   (self.following, o.following_interventions),
                                                   (self.chain.get("torque_guard"), o.torque_guard_interventions))
@@ -260,7 +266,7 @@ class LoopCycle:
             if code:
                 if code != FAULT_NON_FINITE_STATE:
                     self._hold_measured()
-            elif (self._raw_q != sp.q).any():  # the chain held the reference back: no wind-up
+            elif np.count_nonzero(np.not_equal(self._raw_q, sp.q, out=self._changed)):  # the chain held the reference back
                 arb.active.rebase(sp)
                 self.law.reset()
                 if arb.head is not None and arb.active is not self.brake:
@@ -294,12 +300,8 @@ class LoopCycle:
         o.cycle[0] += 1
         o.source[0] = self._source_ids.get(id(active), -1)
         o.mode[0] = self._mode_of.get(id(active), POSITION_MODE)
-        o.position[:] = hw.position
-        o.velocity[:] = hw.velocity
-        o.effort[:] = hw.effort
-        o.cmd_position[:] = sp.q
-        o.cmd_velocity[:] = sp.v
-        o.cmd_acceleration[:] = sp.a
+        self._o_measured[:] = hw.block
+        self._o_setpoint[:] = sp.block[:3]
         o.cmd_effort[:] = self.adapter.command.effort
         o.enabled[0] = r.enabled
         o.stopped[0] = r.stopped

@@ -48,6 +48,28 @@ def setup_realtime(cpu: int | None = None, priority: int = 50) -> dict:
     return got
 
 
+def loop_cpu() -> int:
+    """The core ``setup_realtime`` pins the loop to by default (the last one), -1 on one core."""
+    n = os.cpu_count() or 1
+    return n - 1 if n > 1 else -1
+
+
+def keep_off_cpu(cpu: int) -> bool:
+    """Move every thread of this process off ``cpu`` (the loop's core), so their work does not
+    evict the loop's caches while it sleeps. Threads created later inherit the mask."""
+    n = os.cpu_count() or 1
+    if cpu < 0 or n < 2:
+        return False
+    others = set(range(n)) - {cpu}
+    ok = True
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), others)
+        except OSError:
+            ok = False
+    return ok
+
+
 class Scheduler:
     """Deadline keeper. ``period`` is in wall seconds; ``period <= 0`` runs as fast as possible."""
 

@@ -86,7 +86,7 @@ class RobotModel:
     def from_pin(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             out = np.empty(self.model.nq)
-        np.take(x, self.perm, out=out)
+        x.take(self.perm, out=out)
         return out
 
     # ---- frames -------------------------------------------------------------------------

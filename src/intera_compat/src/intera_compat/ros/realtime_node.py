@@ -27,6 +27,7 @@ from std_srvs.srv import SetBool, SetBoolResponse
 from ..config import load_config
 from ..loop.channel import Channel
 from ..loop.commands import make_validator
+from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_STOP, MSG_SUPPRESS, SUPPRESS_COLLISION_AVOIDANCE,
                             SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY, TICK_DIAGNOSTICS,
                             TICK_JOINT_STATES, TICK_STATE_100HZ)
@@ -94,6 +95,8 @@ class RealtimeLoopNode:
             argv.append("--no-rt")
         self.proc = subprocess.Popen(argv, pass_fds=(write_fd,))
         os.close(write_fd)
+        if not self.sim_time and not rospy.get_param("~no_rt", False):
+            keep_off_cpu(loop_cpu())  # the loop process has that core to itself
         self._make_publishers()
         self._make_subscribers()
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0], cfg.sim.get("damping", np.zeros(n)))

@@ -29,12 +29,13 @@ class TorqueGuard(SafetyPlugin):
         self.d_speed = self.emax / (overspeed * self.vmax)  # Nm s/rad above v_max
         n = len(self.emax)
         self._t, self._u = np.zeros(n), np.zeros(n)
+        self._b = np.zeros(n, dtype=bool)
         self.clamped = 0  # cycles with a clamped effort
 
     def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
         tau = cmd.effort
         free = sp.torque_only
-        if free.any():
+        if np.count_nonzero(free):
             q, v, t, u = hw.position, hw.velocity, self._t, self._u
             # soft position limits: spring on the penetration, damping on the outward speed
             np.subtract(q, self.soft_hi, out=t)
@@ -42,8 +43,9 @@ class TorqueGuard(SafetyPlugin):
             np.subtract(q, self.soft_lo, out=u)
             np.minimum(u, 0.0, out=u)
             t += u  # signed penetration (0 inside the soft range)
-            pushing = t != 0.0
-            if (pushing & free).any():
+            np.not_equal(t, 0.0, out=self._b)
+            self._b &= free
+            if np.count_nonzero(self._b):
                 np.multiply(self.k, t, out=u)
                 out_speed = np.where(t * v > 0.0, v, 0.0)
                 u += self.d_limit * out_speed
@@ -53,12 +55,13 @@ class TorqueGuard(SafetyPlugin):
             # speed cap
             np.clip(v, -self.vmax, self.vmax, out=t)
             np.subtract(v, t, out=t)
-            if (t != 0.0).any():
+            t *= free
+            if np.count_nonzero(t):
                 t *= self.d_speed
-                t *= free
                 tau -= t
                 self.interventions += 1
-        if (np.abs(tau) > self.emax).any():
+        np.abs(tau, out=self._u)
+        if np.count_nonzero(np.greater(self._u, self.emax, out=self._b)):
             np.clip(tau, -self.emax, self.emax, out=tau)
             self.clamped += 1
         return 0

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..control.stop import StopRamp
 from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource
+from .base import Setpoint, SetpointSource, clamp
 
 
 class HoldSource(SetpointSource):
@@ -47,7 +47,7 @@ class HoldSource(SetpointSource):
         r = self.ramp
         if r is not None and r.active:
             r.update()
-            np.clip(r.q, self.lower, self.upper, out=self.q)
+            clamp(r.q, self.lower, self.upper, self.q)
             sp.q[i] = self.q
             sp.v[i] = r.v
             sp.a[i] = r.a

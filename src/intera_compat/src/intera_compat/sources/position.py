@@ -29,8 +29,7 @@ class PositionSource(SetpointSource):
         i = self.idx
         t = self._t
         t[:] = self.interp.target
-        m = mask[i]
-        t[m] = position[i][m]
+        np.copyto(t, position[i], where=mask[i])
         np.clip(t, self.lower, self.upper, out=t)
         self.interp.set_target(t)
 

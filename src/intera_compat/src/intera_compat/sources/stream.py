@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource
+from .base import Setpoint, SetpointSource, clamp
 
 
 class StreamSource(SetpointSource):
@@ -17,6 +17,7 @@ class StreamSource(SetpointSource):
     def __init__(self, idx: slice, vmax):
         super().__init__(idx)
         self.vmax = vmax[idx]
+        self._nvmax = -self.vmax
         n = len(self.vmax)
         self.p, self.v, self.a = np.zeros(n), np.zeros(n), np.zeros(n)
         self.t0 = 0.0
@@ -24,17 +25,27 @@ class StreamSource(SetpointSource):
 
     def _advance(self, tau: float) -> None:
         """Move the stored point ``tau`` seconds along its extrapolation."""
-        self.p += self.v * tau + 0.5 * self.a * tau * tau
-        self.v += self.a * tau
+        t = self._tmp
+        np.multiply(self.a, 0.5 * tau, out=t)
+        t += self.v
+        t *= tau
+        self.p += t
+        np.multiply(self.a, tau, out=t)
+        self.v += t
 
     def accept(self, mask: np.ndarray, position, velocity, acceleration, now: float) -> None:
         i = self.idx
         m = mask[i]
-        self._advance(now - self.t0)
+        if m.all():  # the usual case: every joint named
+            self.p[:] = position[i]
+            self.v[:] = velocity[i]
+            self.a[:] = acceleration[i]
+        else:
+            self._advance(now - self.t0)
+            np.copyto(self.p, position[i], where=m)
+            np.copyto(self.v, velocity[i], where=m)
+            np.copyto(self.a, acceleration[i], where=m)
         self.t0 = now
-        self.p[m] = position[i][m]
-        self.v[m] = velocity[i][m]
-        self.a[m] = acceleration[i][m]
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
         i = self.idx
@@ -54,7 +65,7 @@ class StreamSource(SetpointSource):
         sp.q[i] = t
         np.multiply(self.a, tau, out=t)  # v = v + a τ, within the velocity limits
         t += self.v
-        np.clip(t, -self.vmax, self.vmax, out=t)
+        clamp(t, self._nvmax, self.vmax, t)
         sp.v[i] = t
         sp.a[i] = self.a
         sp.tau[i] = 0.0

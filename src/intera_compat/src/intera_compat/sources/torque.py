@@ -22,8 +22,7 @@ class TorqueSource(SetpointSource):
 
     def accept(self, mask: np.ndarray, effort: np.ndarray) -> None:
         i = self.idx
-        m = mask[i]
-        self.tau[m] = effort[i][m]
+        np.copyto(self.tau, effort[i], where=mask[i])
         np.clip(self.tau, -self.emax, self.emax, out=self.tau)
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource
+from .base import Setpoint, SetpointSource, clamp
 
 
 class VelocitySource(SetpointSource):
@@ -25,8 +25,7 @@ class VelocitySource(SetpointSource):
 
     def accept(self, mask: np.ndarray, velocity: np.ndarray) -> None:
         i = self.idx
-        m = mask[i]
-        self.vel[m] = velocity[i][m]
+        np.copyto(self.vel, velocity[i], where=mask[i])
         np.clip(self.vel, -self.vmax, self.vmax, out=self.vel)
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
@@ -39,7 +38,7 @@ class VelocitySource(SetpointSource):
         ref, v = self.ref, self._v
         np.multiply(self.vel, self.dt, out=v)
         ref += v
-        np.clip(ref, self.lower, self.upper, out=ref)
+        clamp(ref, self.lower, self.upper, ref)
         v[:] = self.vel
         v[(ref <= self.lower) & (v < 0.0)] = 0.0
         v[(ref >= self.upper) & (v > 0.0)] = 0.0
