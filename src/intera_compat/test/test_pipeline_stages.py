@@ -1,0 +1,171 @@
+"""Each pipeline stage alone: safety plugins, the arbiter's override slot, the control laws, and the
+backend adapter chosen by capabilities (a position-only arm)."""
+import numpy as np
+import pytest
+
+from intera_compat.config import load_config
+from intera_compat.control.inverse_dynamics import InverseDynamicsLaw
+from intera_compat.hardware.base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
+from intera_compat.loop.arbiter import Arbiter
+from intera_compat.loop.layouts import POSITION_MODE, TORQUE_MODE
+from intera_compat.loop.offline import OfflineLoop
+from intera_compat.model.robot_model import RobotModel
+from intera_compat.safety import faults
+from intera_compat.safety.finite_guard import FiniteGuard
+from intera_compat.safety.following_error import FollowingError
+from intera_compat.safety.joint_limits import JointLimits
+from intera_compat.safety.torque_guard import TorqueGuard
+from intera_compat.sources.base import Setpoint
+from intera_compat.sources.hold import HoldSource
+
+N = 3
+LO, HI = np.full(N, -1.0), np.full(N, 1.0)
+VMAX, AMAX, EMAX = np.full(N, 2.0), np.full(N, 10.0), np.full(N, 5.0)
+
+
+def state(q=0.0, v=0.0):
+    hw = HardwareState.zeros(N)
+    hw.position[:] = q
+    hw.velocity[:] = v
+    return hw
+
+
+def setpoint(q=0.0, v=0.0, a=0.0):
+    sp = Setpoint.zeros(N)
+    sp.q[:], sp.v[:], sp.a[:] = q, v, a
+    return sp
+
+
+def test_joint_limits_clamp_range_step_velocity_and_acceleration():
+    jl = JointLimits(LO, HI, VMAX, AMAX, dt=0.001)
+    hw = state()
+    jl.on_setpoint(hw, setpoint(0.0))
+    sp = setpoint([0.5, 3.0, -0.0001], v=[5.0, 0.0, -5.0], a=[0.0, 100.0, 0.0])
+    assert jl.on_setpoint(hw, sp) == 0
+    step = 2.0 * 0.001 * 1.05
+    assert sp.q == pytest.approx([step, step, -0.0001])  # no jump, range kept
+    assert sp.v == pytest.approx([2.0, 0.0, -2.0]) and sp.a[1] == 10.0
+    assert jl.interventions == 1
+
+
+def test_following_error_clamps_moving_references_only_and_faults_far_ones():
+    fe = FollowingError(N, window=0.05, fault_window=0.5)
+    hw = state(0.0)
+    sp = setpoint([0.2, 0.2, 0.2], v=1.0)
+    sp.fixed[1] = True  # a hold keeps full stiffness
+    sp.torque_only[2] = True
+    assert fe.on_setpoint(hw, sp) == 0
+    assert sp.q == pytest.approx([0.05, 0.2, 0.2]) and sp.v[0] == 0.0
+    sp = setpoint([0.0, 0.6, 0.0])
+    assert fe.on_setpoint(hw, sp) == faults.FAULT_FOLLOWING_ERROR and fe.fault_joint == 1
+
+
+def test_torque_guard_soft_limit_speed_cap_and_effort_clamp():
+    tg = TorqueGuard(LO, HI, VMAX, EMAX, zone=0.1)
+    sp = setpoint()
+    sp.torque_only[:] = True
+    cmd = HardwareCommand.zeros(N)
+    cmd.effort[:] = [1.0, 1.0, 9.0]
+    tg.on_output(state([0.95, 0.0, 0.0], [0.1, 2.5, 0.0]), sp, cmd)
+    assert cmd.effort[0] < 1.0 - 2.4  # spring (5 Nm/0.1 rad × 0.05 rad) + damping push back
+    assert cmd.effort[1] < 1.0  # overspeed braked
+    assert cmd.effort[2] == 5.0 and tg.clamped == 1
+
+
+def test_finite_guard_replaces_non_finite_setpoints_and_commands():
+    fg = FiniteGuard(N)
+    hw = state(0.1)
+    assert fg.on_setpoint(hw, setpoint(0.2)) == 0
+    sp = setpoint([0.3, np.nan, 0.3])
+    assert fg.on_setpoint(hw, sp) == faults.FAULT_NON_FINITE_SETPOINT and fg.fault_joint == 1
+    assert sp.q == pytest.approx([0.2] * 3) and not sp.v.any()
+    cmd = HardwareCommand.zeros(N)
+    cmd.effort[:] = 1.0
+    assert fg.on_output(hw, sp, cmd) == 0
+    cmd.effort[2] = np.inf
+    assert fg.on_output(hw, sp, cmd) == faults.FAULT_NON_FINITE_OUTPUT and fg.fault_joint == 2
+    assert cmd.effort == pytest.approx([1.0] * 3)
+    assert fg.on_setpoint(state([0.0, np.nan, 0.0]), setpoint()) == faults.FAULT_NON_FINITE_STATE
+
+
+class ZeroG(HoldSource):
+    """An override slot user: engaged while ``on`` (like a cuff squeeze)."""
+
+    on = False
+
+    def engaged(self):
+        return self.on
+
+
+def test_arbiter_override_slot_takes_precedence_and_brakes_win_over_everything():
+    args = (LO, HI, VMAX, AMAX, 0.001)
+    brake, hold = HoldSource(slice(0, N), *args, ramp=False), HoldSource(slice(0, N), *args)
+    zero_g = ZeroG(slice(0, N), *args)
+    arb = Arbiter(brake, hold, None)
+    arb.overrides.append(zero_g)
+    hw, sp = state(0.1), setpoint(0.1)
+    arb.update(0.0, hw, sp, robot_active=True)
+    assert arb.active is hold
+    zero_g.on = True
+    arb.update(0.001, hw, sp, robot_active=True)
+    assert arb.active is zero_g
+    arb.update(0.002, hw, sp, robot_active=False)
+    assert arb.active is brake
+
+
+def test_inverse_dynamics_law_at_rest_on_target_outputs_gravity():
+    cfg = load_config()
+    rm = RobotModel(cfg)
+    c = cfg.control
+    law = InverseDynamicsLaw(rm, c["kp"], c["kd"], c["ki"], c["integral_limit"], 0.001)
+    n = len(cfg.all_joints)
+    hw = HardwareState.zeros(n)
+    hw.position[:] = cfg.full_pose("neutral")
+    sp = Setpoint.zeros(n)
+    sp.q[:] = hw.position
+    cmd = HardwareCommand.zeros(n)
+    law.compute(hw, sp, cmd)
+    assert cmd.effort == pytest.approx(rm.gravity(hw.position), abs=1e-9)
+    sp.gravity = False
+    law.compute(hw, sp, cmd)
+    assert np.abs(cmd.effort).max() < 1e-9
+
+
+class PositionArm(Backend):
+    """A position-controlled arm whose servo follows the command with a 20 ms lag."""
+
+    capabilities = frozenset({Capability.POSITION})
+
+    def __init__(self, cfg, q0):
+        super().__init__(cfg.all_joints)
+        self.q = np.array(q0, float)
+        self.v = np.zeros(len(q0))
+        self.modes = set()
+
+    def read(self, s):
+        s.position[:] = self.q
+        s.velocity[:] = self.v
+        s.effort[:] = 0.0
+
+    def write(self, c):
+        self.modes.add(c.mode)
+        self.v = (c.position - self.q) / 0.02
+        self.q = self.q + self.v * self.period
+
+    def set_state(self, q, v=None):
+        self.q = np.array(q, float)
+
+
+def test_position_only_backend_gets_positions_and_refuses_torque_mode():
+    cfg = load_config()
+    L = OfflineLoop(backend=PositionArm(cfg, cfg.full_pose("neutral")))
+    L.step()
+    arm = cfg.joint_names
+    target = L.arm_q + np.array([0.3, -0.2, 0, 0, 0, 0, 0.4])
+    L.send(POSITION_MODE, arm, position=target)
+    L.run(3.0)
+    assert np.abs(L.arm_q - target).max() < 1e-3
+    assert L.backend.modes == {CommandMode.POSITION}
+    L.send(TORQUE_MODE, arm, effort=[1.0] * 7)
+    L.run(0.1)
+    assert L.state.local.commands_ignored[0] == 1 and L.state.local.mode[0] == POSITION_MODE
