@@ -28,7 +28,7 @@ class KinematicsNode:
     def __init__(self):
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
         self.rm = RobotModel(cfg)
-        self.ik = IKSolver(self.rm)
+        self.ik = IKSolver(self.rm, seed=int(rospy.get_param("~ik_seed", 0)))  # seed map draw: reproducible
         self.names = cfg.all_joints
         self.arm = cfg.joint_names
         self.index = {n: i for i, n in enumerate(self.names)}
