@@ -125,6 +125,20 @@ def test_velocity_mode_moves_at_commanded_speed(loop):
     assert np.abs(loop.arm_q[:6] - q0[:6]).max() < 0.01
 
 
+def test_velocity_mode_stops_at_the_limit_and_leaves_it_at_once(loop):
+    """Driven into a joint limit, the reference stops on it (no wind-up beyond) and the reverse
+    command moves away immediately instead of first unwinding a hidden overshoot."""
+    upper = loop.cfg.limits.upper[4]
+    push = [0, 0, 0, 0, 2.5, 0, 0]
+    loop.run(1.8, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=push), period=0.005)
+    assert loop.arm_q[4] == pytest.approx(upper, abs=0.02)
+    assert loop.arm_q[4] <= upper + 1e-3
+    at_limit = loop.arm_q[4]
+    back = [0, 0, 0, 0, -2.5, 0, 0]
+    loop.run(0.2, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=back), period=0.005)
+    assert at_limit - loop.arm_q[4] > 0.25
+
+
 def test_velocity_stream_timeout_reverts_to_hold(loop):
     vel = [0, 0, 0, 0, 0, 0.4, 0]
     loop.run(0.5, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=vel), period=0.01)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .shm import attach_shm
+from .shm import attach_shm, release_shm
 
 _LINE = 8  # uint64 words per 64-byte cache line
 _HEAD, _CAP, _TAIL = 0, 1, _LINE  # indices into the uint64 header block
@@ -166,10 +166,5 @@ class SpscRing:
         if self.shm is None:
             return
         del self._hdr, self._data
-        self.shm.close()
-        if self._owner:
-            try:
-                self.shm.unlink()
-            except FileNotFoundError:
-                pass
+        release_shm(self.shm, self._owner)
         self.shm = None

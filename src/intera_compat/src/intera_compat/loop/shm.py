@@ -84,6 +84,16 @@ def attach_shm(name: str | None, nbytes: int, create: bool) -> shared_memory.Sha
     return shm
 
 
+def release_shm(shm: shared_memory.SharedMemory, owner: bool) -> None:
+    """Detach (every view into ``shm.buf`` must be gone); the owner also unlinks the block."""
+    shm.close()
+    if owner:
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
+
+
 class SeqlockRecord:
     """A ``Layout`` in shared memory. ``create=True`` in the owner; others attach by ``name``."""
 
@@ -128,9 +138,4 @@ class SeqlockRecord:
 
     def close(self) -> None:
         del self.raw
-        self.shm.close()
-        if self._owner:
-            try:
-                self.shm.unlink()
-            except FileNotFoundError:
-                pass
+        release_shm(self.shm, self._owner)

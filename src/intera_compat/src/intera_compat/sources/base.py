@@ -51,6 +51,15 @@ full stiffness.
         self.fixed[:] = other.fixed
         self.gravity = other.gravity
 
+    def track(self, i: slice, q, v, a, fixed: bool = False) -> None:
+        """Joints ``i`` follow the reference ``q``, ``v``, ``a`` (arrays or scalars), no torque feed-through."""
+        self.q[i] = q
+        self.v[i] = v
+        self.a[i] = a
+        self.tau[i] = 0.0
+        self.torque_only[i] = False
+        self.fixed[i] = fixed
+
 
 class SetpointSource(abc.ABC):
     """One input kind. A source owns the joints in ``idx`` (a slice of the config order) and

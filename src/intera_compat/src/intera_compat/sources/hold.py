@@ -48,16 +48,9 @@ class HoldSource(SetpointSource):
         if r is not None and r.active:
             r.update()
             clamp(r.q, self.lower, self.upper, self.q)
-            sp.q[i] = self.q
-            sp.v[i] = r.v
-            sp.a[i] = r.a
+            sp.track(i, self.q, r.v, r.a)
         else:
-            sp.q[i] = self.q
-            sp.v[i] = 0.0
-            sp.a[i] = 0.0
-        sp.tau[i] = 0.0
-        sp.torque_only[i] = False
-        sp.fixed[i] = not (r is not None and r.active)
+            sp.track(i, self.q, 0.0, 0.0, fixed=True)
         return 0
 
     def rebase(self, sp: Setpoint) -> None:

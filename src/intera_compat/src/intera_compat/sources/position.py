@@ -44,13 +44,7 @@ class PositionSource(SetpointSource):
         it = self.interp
         if not it.update():
             return FAULT_INTERPOLATOR
-        i = self.idx
-        sp.q[i] = it.q
-        sp.v[i] = it.v
-        sp.a[i] = it.a
-        sp.tau[i] = 0.0
-        sp.torque_only[i] = False
-        sp.fixed[i] = False
+        sp.track(self.idx, it.q, it.v, it.a)
         return 0
 
     def rebase(self, sp: Setpoint) -> None:

@@ -22,6 +22,7 @@ class StreamSource(SetpointSource):
         self.p, self.v, self.a = np.zeros(n), np.zeros(n), np.zeros(n)
         self.t0 = 0.0
         self._tmp = np.zeros(n)
+        self._vel = np.zeros(n)
 
     def _advance(self, tau: float) -> None:
         """Move the stored point ``tau`` seconds along its extrapolation."""
@@ -57,18 +58,13 @@ class StreamSource(SetpointSource):
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i = self.idx
         tau = now - self.t0
-        t = self._tmp
-        np.multiply(self.a, 0.5 * tau, out=t)  # q = p + (v + a τ/2) τ
-        t += self.v
-        t *= tau
-        t += self.p
-        sp.q[i] = t
-        np.multiply(self.a, tau, out=t)  # v = v + a τ, within the velocity limits
-        t += self.v
-        clamp(t, self._nvmax, self.vmax, t)
-        sp.v[i] = t
-        sp.a[i] = self.a
-        sp.tau[i] = 0.0
-        sp.torque_only[i] = False
-        sp.fixed[i] = False
+        q, v = self._tmp, self._vel
+        np.multiply(self.a, 0.5 * tau, out=q)  # q = p + (v + a τ/2) τ
+        q += self.v
+        q *= tau
+        q += self.p
+        np.multiply(self.a, tau, out=v)  # v = v + a τ, within the velocity limits
+        v += self.v
+        clamp(v, self._nvmax, self.vmax, v)
+        sp.track(i, q, v, self.a)
         return 0

@@ -139,12 +139,7 @@ class TrajectorySource(SetpointSource):
         elif self.state == TRAJ_DONE:
             self.v[:] = 0.0
             self.a[:] = 0.0
-        sp.q[i] = self.q
-        sp.v[i] = self.v
-        sp.a[i] = self.a
-        sp.tau[i] = 0.0
-        sp.torque_only[i] = False
-        sp.fixed[i] = False
+        sp.track(i, self.q, self.v, self.a)
         np.subtract(self.q, hw.position[i], out=self._err)
         np.abs(self._err, out=self._err)
         self._err *= self.mask

@@ -22,6 +22,7 @@ class VelocitySource(SetpointSource):
         self.vel = np.zeros(n)
         self.ref = np.zeros(n)
         self._v = np.zeros(n)
+        self._lo, self._hi = np.zeros(n), np.zeros(n)
 
     def accept(self, mask: np.ndarray, velocity: np.ndarray) -> None:
         i = self.idx
@@ -39,15 +40,14 @@ class VelocitySource(SetpointSource):
         np.multiply(self.vel, self.dt, out=v)
         ref += v
         clamp(ref, self.lower, self.upper, ref)
-        v[:] = self.vel
-        v[(ref <= self.lower) & (v < 0.0)] = 0.0
-        v[(ref >= self.upper) & (v > 0.0)] = 0.0
-        sp.q[i] = ref
-        sp.v[i] = v
-        sp.a[i] = 0.0
-        sp.tau[i] = 0.0
-        sp.torque_only[i] = False
-        sp.fixed[i] = False
+        # feed-forward velocity: no more than reaches a limit within one cycle (0 on the limit)
+        lo, hi = self._lo, self._hi
+        np.subtract(self.lower, ref, out=lo)
+        lo /= self.dt
+        np.subtract(self.upper, ref, out=hi)
+        hi /= self.dt
+        clamp(self.vel, lo, hi, v)
+        sp.track(i, ref, v, 0.0)
         return 0
 
     def rebase(self, sp: Setpoint) -> None:
