@@ -46,9 +46,7 @@ class FiniteGuard(SafetyPlugin):
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         z = self._zeros
-        j = _first_bad(hw.position, z)
-        if j < 0:
-            j = _first_bad(hw.velocity, z)
+        j = _first_bad(hw.block[:2], z)  # position and velocity
         if j >= 0:
             self.fault_joint = j
             self._hold_last(sp)

@@ -28,13 +28,14 @@ class FollowingError(SafetyPlugin):
         self.window, self.fault_window = float(window), float(fault_window)
         self.err = np.zeros(n)
         self._abs = np.zeros(n)
+        self._skip = np.zeros(n, dtype=bool)
         self.max_error = 0.0  # of the last cycle, rad (tracked joints)
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         e, ae = self.err, self._abs
         np.subtract(sp.q, hw.position, out=e)
-        e[sp.torque_only] = 0.0
-        e[sp.fixed] = 0.0
+        np.logical_or(sp.torque_only, sp.fixed, out=self._skip)
+        np.copyto(e, 0.0, where=self._skip)
         np.abs(e, out=ae)
         j = int(ae.argmax())
         self.max_error = float(ae[j])

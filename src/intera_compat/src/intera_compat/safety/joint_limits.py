@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware.base import HardwareState
-from ..sources.base import Setpoint
+from ..sources.base import Setpoint, clamp
 from .base import SafetyPlugin
 
 
@@ -23,45 +23,43 @@ class JointLimits(SafetyPlugin):
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
         self.vmax, self.amax = np.asarray(vmax, float), np.asarray(amax, float)
         self.step = self.vmax * dt * step_margin
+        self._nstep = -self.step
         n = len(self.lower)
+        # rows q, v, a of the setpoint block against their ranges, all in one clamp
+        self._lo3 = np.stack([self.lower, -self.vmax, -self.amax])
+        self._hi3 = np.stack([self.upper, self.vmax, self.amax])
+        self._x3 = np.zeros((3, n))
+        self._b3 = np.zeros((3, n), dtype=bool)
         self.prev = np.zeros(n)
         self._d = np.zeros(n)
+        self._ad = np.zeros(n)
         self._b = np.zeros(n, dtype=bool)
         self._primed = False
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
         self._primed = False
 
-    def _over(self, x: np.ndarray, limit: np.ndarray) -> bool:
-        """Any |x| > limit (no allocation)."""
-        np.abs(x, out=self._d)
-        np.greater(self._d, limit, out=self._b)
-        return np.count_nonzero(self._b) > 0  # (count_nonzero is ~7x cheaper than .any() on 8 bools)
-
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
-        q, d, b = sp.q, self._d, self._b
+        q = sp.q
         changed = False
-        np.less(q, self.lower, out=b)
-        if np.count_nonzero(b) or np.count_nonzero(np.greater(q, self.upper, out=b)):
-            np.clip(q, self.lower, self.upper, out=q)
-            changed = True
-        if self._primed:
+        if self._primed:  # per-cycle step from the previous setpoint (torque-driven joints excepted)
+            d, b = self._d, self._b
             np.subtract(q, self.prev, out=d)
-            d[sp.torque_only] = 0.0  # torque-driven joints are not stepped
-            if self._over(d, self.step):
-                np.subtract(q, self.prev, out=d)
-                d[sp.torque_only] = 0.0
-                np.clip(d, -self.step, self.step, out=d)
+            np.copyto(d, 0.0, where=sp.torque_only)
+            np.abs(d, out=self._ad)
+            if np.count_nonzero(np.greater(self._ad, self.step, out=b)):
+                clamp(d, self._nstep, self.step, d)
                 np.add(self.prev, d, out=d)
-                np.copyto(q, d, where=~sp.torque_only)
+                np.logical_not(sp.torque_only, out=b)
+                np.copyto(q, d, where=b)
                 changed = True
+        # position range, velocity and acceleration (count_nonzero: ~7x cheaper than .any() on a few bools)
+        qva, x = sp.block[:3], self._x3
+        clamp(qva, self._lo3, self._hi3, x)
+        if np.count_nonzero(np.not_equal(x, qva, out=self._b3)):
+            qva[:] = x
+            changed = True
         self.prev[:] = q
         self._primed = True
-        if self._over(sp.v, self.vmax):
-            np.clip(sp.v, -self.vmax, self.vmax, out=sp.v)
-            changed = True
-        if self._over(sp.a, self.amax):
-            np.clip(sp.a, -self.amax, self.amax, out=sp.a)
-            changed = True
         self.interventions += changed
         return 0

@@ -37,7 +37,7 @@ class StreamSource(SetpointSource):
     def accept(self, mask: np.ndarray, position, velocity, acceleration, now: float) -> None:
         i = self.idx
         m = mask[i]
-        if m.all():  # the usual case: every joint named
+        if np.count_nonzero(m) == len(m):  # the usual case: every joint named
             self.p[:] = position[i]
             self.v[:] = velocity[i]
             self.a[:] = acceleration[i]
