@@ -136,7 +136,7 @@ def test_velocity_mode_stops_at_the_limit_and_leaves_it_at_once(loop):
     at_limit = loop.arm_q[4]
     back = [0, 0, 0, 0, -2.5, 0, 0]
     loop.run(0.2, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=back), period=0.005)
-    assert at_limit - loop.arm_q[4] > 0.25
+    assert at_limit - loop.arm_q[4] > 0.2  # at once, on an acceleration ramp (12 rad/s²: 0.24 rad in 0.2 s)
 
 
 def test_velocity_stream_timeout_reverts_to_hold(loop):

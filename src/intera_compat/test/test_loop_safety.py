@@ -182,3 +182,173 @@ def test_publisher_decimation_follows_loop_time_not_cycle_count():
     t = Ticker(100.0)
     times = [k * 0.001 for k in range(1000)] + [2.0 + k * 0.001 for k in range(1000)]  # a 1 s stall
     assert sum(t.due(x) for x in times) == pytest.approx(200, abs=2)  # no burst to catch up
+
+
+class BrokenReading:
+    """Wraps the sim backend; while ``broken`` the reading of ``joint`` is NaN (the arm itself is fine)."""
+
+    def __init__(self, inner, joint):
+        self.inner, self.joint, self.broken = inner, joint, False
+        self.sent_finite = True
+
+    def __getattr__(self, k):
+        return getattr(self.inner, k)
+
+    def read(self, state):
+        self.inner.read(state)
+        if self.broken:
+            state.position[self.joint] = np.nan
+            state.velocity[self.joint] = np.nan
+
+    def write(self, command):
+        self.sent_finite &= bool(np.isfinite(command.block).all())
+        self.inner.write(command)
+
+    def true_q(self):
+        return self.inner.d.qpos[self.inner._qadr].copy()
+
+
+def test_a_broken_joint_reading_brakes_the_arm_instead_of_replaying_a_torque():
+    L = OfflineLoop()
+    b = L.backend = L.cycle.backend = L.cycle.adapter.backend = BrokenReading(L.backend, 1)
+    L.step()
+    target = L.arm_q + np.array([0.8, 0.4, 0, 0.4, 0, 0, 0])
+    L.send(POSITION_MODE, ARM, position=target)
+    L.run(0.8)  # mid-move
+    assert np.abs(L.state.local.velocity[:7]).max() > 0.2
+    at_fault = b.true_q()
+    b.broken = True
+    L.run(0.01)
+    assert faulted(L, faults.FAULT_NON_FINITE_STATE) and L.state.local.fault_joint[0] == 1
+    assert np.isfinite(L.state.local.position).all()  # the last finite reading stands in
+    L.run(2.0)
+    assert b.sent_finite
+    q = b.true_q()
+    assert np.abs(q - at_fault)[[0, 2, 3, 4, 5, 6]].max() < 0.1  # braked where it was, no open-loop drift
+    # (the blind joint itself only gets gravity compensation at its last known angle)
+    b.broken = False
+    L.run(0.1)
+    L.event(MSG_RESET)
+    L.event(MSG_ENABLE, 1)
+    L.run(0.5)
+    s = L.state.local
+    assert s.enabled[0] == 1.0 and s.error[0] == 0.0 and s.fault_code[0] == 0  # no fault left behind
+    here = L.q
+    L.run(1.0)
+    assert np.abs(L.q - here).max() < 2e-3
+
+
+def push(L, joint, torque, seconds):
+    dof = L.backend._dadr[joint]
+    L.backend.d.qfrc_applied[dof] = torque
+    L.run(seconds)
+    L.backend.d.qfrc_applied[dof] = 0.0
+
+
+def test_a_held_arm_pushed_away_comes_back_at_a_walking_pace_not_a_snap(loop):
+    q0 = loop.arm_q
+    push(loop, 0, 150.0, 0.4)  # stronger than the joint's effort limit: it gives way
+    away = loop.arm_q[0] - q0[0]
+    assert away > 0.2
+    peak = 0.0
+    for _ in range(600):
+        loop.run(0.01)
+        peak = max(peak, abs(loop.state.local.velocity[0]))
+    s = loop.state.local
+    assert s.error[0] == 0.0  # a displaced hold is not a fault
+    assert abs(loop.arm_q[0] - q0[0]) < 0.01  # the hold keeps its target
+    assert peak < 1.5  # about kp·window/kd = 0.75 rad/s, not a spring released from far away
+
+
+def test_brakes_hold_where_the_arm_was_pushed_to(loop):
+    loop.event(MSG_ENABLE, 0)
+    loop.run(0.05)
+    q0 = loop.arm_q
+    push(loop, 0, 150.0, 0.4)
+    away = loop.arm_q[0]
+    assert away - q0[0] > 0.2
+    loop.run(2.0)
+    assert abs(loop.arm_q[0] - away) < loop.cfg.control["following_error"]["window"] + 0.02  # slipped, stays
+
+
+def reference_accel(L, seconds, every=None):
+    """Peak |second difference| / dt² of the published setpoint position, and peak |effort| / limit."""
+    qs, worst_e = [], 0.0
+    n = int(round(seconds / L.dt))
+    for k in range(n):
+        if every is not None and k % 10 == 0:
+            every()
+        L.step()
+        qs.append(L.state.local.cmd_position[:7].copy())
+        worst_e = max(worst_e, float(np.max(np.abs(L.state.local.effort[:7]) / L.cfg.limits.effort[:7])))
+    a = np.abs(np.diff(np.array(qs), 2, axis=0)) / L.dt ** 2
+    return a.max(axis=0), worst_e
+
+
+def test_velocity_step_from_rest_and_into_a_limit_stays_within_the_acceleration_limit(loop):
+    from intera_compat.loop.layouts import VELOCITY_MODE
+    lim = loop.cfg.limits
+    v = np.zeros(7)
+    v[4] = lim.velocity[4]  # full speed at once, toward the upper limit (about 3 rad away)
+    acc, effort = reference_accel(loop, 2.5, lambda: loop.send(VELOCITY_MODE, ARM, velocity=v))
+    assert acc[4] <= lim.accel[4] * 1.15  # a ramp, and a braked stop on the limit (was: a step, a dead stop)
+    assert abs(loop.arm_q[4] - lim.upper[4]) < 0.02
+    assert effort < 0.8
+    assert loop.state.local.error[0] == 0.0
+
+
+def test_a_stream_that_starts_at_full_speed_is_ramped(loop):
+    lim = loop.cfg.limits
+    q0 = loop.arm_q
+    v = np.zeros(7)
+    v[0] = lim.velocity[0]
+    t0 = [loop.cycle.now]
+
+    def stream():
+        tau = loop.cycle.now - t0[0]
+        loop.send(TRAJECTORY_MODE, ARM, position=q0 + v * tau, velocity=v, acceleration=np.zeros(7))
+
+    acc, effort = reference_accel(loop, 0.3, stream)
+    assert acc[0] <= lim.accel[0] * 1.15
+    assert effort < 0.8
+
+
+def test_switching_from_a_moving_position_command_to_velocity_zero_decelerates(loop):
+    from intera_compat.loop.layouts import VELOCITY_MODE
+    lim = loop.cfg.limits
+    loop.set(speed_ratio=1.0)
+    loop.send(POSITION_MODE, ARM, position=loop.arm_q + np.array([1.5, 0, 0, 0, 0, 0, 0]))
+    loop.run(0.5)
+    assert abs(loop.state.local.cmd_velocity[0]) > 1.0
+    acc, effort = reference_accel(loop, 0.5, lambda: loop.send(VELOCITY_MODE, ARM, velocity=np.zeros(7)))
+    assert acc[0] <= lim.accel[0] * 1.15
+    assert abs(loop.state.local.velocity[0]) < 0.05
+
+
+def test_a_partial_torque_command_leaves_the_other_joints_held(loop):
+    q0 = loop.arm_q
+
+    def partial():
+        loop.send(TORQUE_MODE, ["right_j5"], effort=[0.0])
+
+    dof = loop.backend._dadr[0]
+    loop.backend.d.qfrc_applied[dof] = 10.0  # a disturbance on a joint the command does not name
+    loop.run(1.0, partial)
+    loop.backend.d.qfrc_applied[dof] = 0.0
+    assert abs(loop.arm_q[0] - q0[0]) < 0.03  # still position-controlled, not limp
+
+
+def test_commands_in_the_enable_cycle_are_executed(loop):
+    loop.event(MSG_ENABLE, 0)
+    loop.run(0.05)
+    target = loop.arm_q + np.array([0, 0, 0, 0, 0, 0.2, 0])
+    loop.event(MSG_ENABLE, 1)
+    loop.send(POSITION_MODE, ARM, position=target)  # same cycle as the enable
+    loop.run(3.0)
+    assert np.abs(loop.arm_q - target).max() < 0.01
+    loop.event(MSG_ENABLE, 0)
+    loop.run(0.05)
+    loop.event(MSG_ENABLE, 1)
+    tid = loop.trajectories.execute([1.0], [target - np.array([0, 0, 0, 0, 0, 0.2, 0])])
+    res = loop.trajectories.wait(tid, 5.0, step=loop.step, dt=loop.dt)
+    assert res is not None and res.name == "SUCCEEDED"

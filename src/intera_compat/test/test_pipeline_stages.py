@@ -36,26 +36,59 @@ def setpoint(q=0.0, v=0.0, a=0.0):
     return sp
 
 
-def test_joint_limits_clamp_range_step_velocity_and_acceleration():
-    jl = JointLimits(LO, HI, VMAX, AMAX, dt=0.001)
+def test_joint_limits_shape_jumps_into_accelerations_and_pass_smooth_references():
+    dt = 0.001
+    jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
     hw = state()
-    jl.on_setpoint(hw, setpoint(0.0))
-    sp = setpoint([0.5, 3.0, -0.0001], v=[5.0, 0.0, -5.0], a=[0.0, 100.0, 0.0])
-    assert jl.on_setpoint(hw, sp) == 0
-    step = 2.0 * 0.001 * 1.05
-    assert sp.q == pytest.approx([step, step, -0.0001])  # no jump, range kept
-    assert sp.v == pytest.approx([2.0, 0.0, -2.0]) and sp.a[1] == 10.0
-    assert jl.interventions == 1
+    sp = setpoint(0.0)
+    jl.reset(hw, sp)
+    assert jl.on_setpoint(hw, sp) == 0 and jl.interventions == 0
+    sp = setpoint([0.5, 3.0, 0.0], v=[5.0, 0.0, -5.0], a=[0.0, 100.0, 0.0])
+    jl.on_setpoint(hw, sp)
+    dstep = 10.0 * dt * dt * 1.05
+    assert sp.q == pytest.approx([dstep, dstep, -dstep])  # a jump becomes the first step of a ramp
+    assert sp.v == pytest.approx([dstep / dt, dstep / dt, -dstep / dt])  # the shaped reference's own velocity
+    assert np.abs(sp.a).max() <= 10.0 + 1e-9 and jl.interventions == 1
+    # a smooth reference (constant acceleration within the limit) is left alone
+    jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
+    sp = setpoint(-0.5)
+    jl.reset(hw, sp)
+    for k in range(1, 200):
+        t = k * dt
+        sp = setpoint(-0.5 + 4.0 * t * t, v=8.0 * t, a=8.0)
+        jl.on_setpoint(hw, sp)
+        assert sp.q[0] == pytest.approx(-0.5 + 4.0 * t * t, abs=1e-12)
+    assert jl.interventions == 0
 
 
-def test_following_error_clamps_moving_references_only_and_faults_far_ones():
+def test_joint_limits_bring_a_jump_to_the_limit_in_without_overshoot():
+    dt = 0.001
+    jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
+    hw = state()
+    sp = setpoint(0.2)
+    jl.reset(hw, sp)
+    qs = []
+    for _ in range(1500):  # the source jumps onto the upper limit and stays there (never rebased)
+        sp = setpoint(1.0)
+        jl.on_setpoint(hw, sp)
+        qs.append(sp.q[0])
+    acc = np.abs(np.diff(qs, 2)) / dt ** 2
+    assert max(qs) <= 1.0 and qs[-1] == pytest.approx(1.0, abs=1e-9)
+    assert acc.max() <= 10.0 * 1.1  # (the last cycle of the discrete stop rounds up a little)
+    assert np.max(np.abs(np.diff(qs))) <= 2.0 * dt * 1.05 + 1e-12
+
+
+def test_following_error_bounds_every_reference_and_faults_only_moving_ones():
     fe = FollowingError(N, window=0.05, fault_window=0.5)
     hw = state(0.0)
     sp = setpoint([0.2, 0.2, 0.2], v=1.0)
-    sp.fixed[1] = True  # a hold keeps full stiffness
-    sp.torque_only[2] = True
+    sp.fixed[1] = True  # a hold: bounded too
+    sp.torque_only[2] = True  # torque-driven: left to the torque guard
     assert fe.on_setpoint(hw, sp) == 0
-    assert sp.q == pytest.approx([0.05, 0.2, 0.2]) and sp.v[0] == 0.0
+    assert sp.q == pytest.approx([0.05, 0.05, 0.2]) and sp.v[0] == 0.0 and sp.v[2] == 1.0
+    sp = setpoint([0.0, 0.6, 0.0])
+    sp.fixed[1] = True
+    assert fe.on_setpoint(hw, sp) == 0 and sp.q[1] == pytest.approx(0.05)  # a pushed hold is no fault
     sp = setpoint([0.0, 0.6, 0.0])
     assert fe.on_setpoint(hw, sp) == faults.FAULT_FOLLOWING_ERROR and fe.fault_joint == 1
 
@@ -85,7 +118,12 @@ def test_finite_guard_replaces_non_finite_setpoints_and_commands():
     cmd.effort[2] = np.inf
     assert fg.on_output(hw, sp, cmd) == faults.FAULT_NON_FINITE_OUTPUT and fg.fault_joint == 2
     assert cmd.effort == pytest.approx([1.0] * 3)
-    assert fg.on_setpoint(state([0.0, np.nan, 0.0]), setpoint()) == faults.FAULT_NON_FINITE_STATE
+    hw = state([0.4, 0.5, 0.6], v=0.1)
+    assert fg.on_state(hw) == 0
+    hw.position[1] = np.nan
+    hw.velocity[2] = np.inf
+    assert fg.on_state(hw) == faults.FAULT_NON_FINITE_STATE and fg.fault_joint == 1
+    assert hw.position == pytest.approx([0.4, 0.5, 0.6]) and hw.velocity == pytest.approx([0.1, 0.1, 0.0])
 
 
 class ZeroG(HoldSource):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from intera_compat.loop.layouts import MSG_ENABLE, POSITION_MODE
+from intera_compat.loop.layouts import MSG_ENABLE, MSG_TRAJ_EXECUTE as T_EXECUTE, POSITION_MODE
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.sources import trajectory as T
 from intera_compat.trajectory.client import TrajectoryError
@@ -68,9 +68,10 @@ def test_scaling_slows_pauses_and_resumes_without_aborting(loop):
     assert p.time == pytest.approx(0.5, abs=0.01) and p.scaling == pytest.approx(0.5)
     loop.trajectories.set_scaling(0.0)
     loop.run(0.5)
-    here = loop.arm_q
+    here, paused = loop.arm_q, loop.trajectories.progress().time
+    assert paused == pytest.approx(0.5, abs=0.04)  # decelerated along the path (scaling ramp), then paused
     loop.run(0.5)
-    assert loop.trajectories.progress().time == pytest.approx(0.5, abs=0.01)  # paused on the path
+    assert loop.trajectories.progress().time == paused
     assert np.abs(loop.arm_q - here).max() < 1e-3 and tid not in loop.trajectories.results
     loop.trajectories.set_scaling(1.0)
     assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
@@ -151,3 +152,32 @@ def test_client_rejects_bad_trajectories_naming_the_field(loop):
         c.execute([1.0], [[0.0]], joint_names=["head_pan"])
     with pytest.raises(TrajectoryError, match=r"positions\[0\]\[0\] \(right_j0\) = 9"):
         c.execute([1.0], [np.r_[9.0, q[1:]]])
+    with pytest.raises(TrajectoryError, match=r"accelerations\[1\]\[3\] \(right_j3\) = 50 rad/s² exceeds"):
+        acc = np.zeros((2, 7))
+        acc[1, 3] = 50.0
+        c.execute([0.5, 1.0], [q, q], np.zeros((2, 7)), acc)
+    with pytest.raises(TrajectoryError, match=r"segment speed of points 0→1 \(right_j1\)"):
+        c.execute([0.5, 0.6], [q, q + np.array([0, 0.5, 0, 0, 0, 0, 0])])
+    with pytest.raises(TrajectoryError, match=r"segment acceleration of points 0→1 \(right_j4\)"):
+        c.execute([0.5, 0.75], [q, q + np.array([0, 0, 0, 0, 0.4, 0, 0])], np.zeros((2, 7)))
+
+
+def post_raw(L, t, q, order=1):
+    """A trajectory put on the ring as a client that skips validation would (defence in depth)."""
+    k, n = len(t), L.cycle.n
+    full = np.zeros((k, n))
+    full[:, :7] = q
+    mask = np.r_[np.ones(7), 0.0]
+    assert L.channel.post(T_EXECUTE, np.array([99.0, order, k]), mask, np.asarray(t, float), full.ravel(),
+                          np.zeros(k * n), np.zeros(k * n))
+    return 99
+
+
+def test_loop_rejects_a_first_point_it_cannot_reach_in_time(loop):
+    goal = loop.arm_q + np.array([0, 0, 0, 0.3, 0, 0, 0])
+    q0 = loop.q
+    tid = post_raw(loop, [0.001], [goal])  # 0.3 rad in 1 ms
+    res = loop.trajectories.wait(tid, 0.05, step=loop.step)
+    assert res.status == T.REJECTED and res.reason == T.R_LIMITS and res.joint == "right_j3"
+    loop.run(0.2)
+    assert np.abs(loop.q - q0).max() < 1e-3

@@ -41,7 +41,6 @@ class HardwareState:
     effort: np.ndarray  # Nm, measured joint torque
     wrench: np.ndarray = field(default_factory=lambda: np.zeros(6))  # N, Nm at the tip (base axes)
     speed_scaling: float = 1.0
-    time: float = 0.0  # s, backend clock (sim time for simulated backends)
 
     @classmethod
     def zeros(cls, n: int) -> "HardwareState":

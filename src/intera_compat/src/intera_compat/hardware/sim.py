@@ -31,7 +31,19 @@ class SimBackend(Backend):
         mujoco.mj_forward(self.m, self.d)
         self._lo = self.m.actuator_ctrlrange[:, 0].copy()
         self._hi = self.m.actuator_ctrlrange[:, 1].copy()
-        self._tmp = np.zeros(len(self.joint_names))
+        # views into MjData, made once (each attribute access builds a new array object); the
+        # joints' entries as slices when they are contiguous (they are for the Sawyer model)
+        d = self.d
+        self._src = [self._view(d.qpos, self._qadr), self._view(d.qvel, self._dadr),
+                     self._view(d.qfrc_actuator, self._dadr), self._view(d.qfrc_constraint, self._dadr)]
+        self._ctrl = d.ctrl
+
+    @staticmethod
+    def _view(arr: np.ndarray, idx: np.ndarray):
+        n = len(idx)
+        if n and np.array_equal(idx, np.arange(idx[0], idx[0] + n)):
+            return arr[idx[0]:idx[0] + n]
+        return arr, idx  # not contiguous: gathered with take
 
     def set_state(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
         """Teleport the plant (tests, resets)."""
@@ -40,20 +52,28 @@ class SimBackend(Backend):
         mujoco.mj_forward(self.m, self.d)
 
     def read(self, state: HardwareState) -> None:
-        d = self.d
-        d.qpos.take(self._qadr, out=state.position)
-        d.qvel.take(self._dadr, out=state.velocity)
+        q, v, act, con = self._src
+        _get(q, state.position)
+        _get(v, state.velocity)
         # measured joint torque: what the motor delivers net of the constraint forces (dry friction,
         # joint-limit stops) — not the command
-        d.qfrc_actuator.take(self._dadr, out=state.effort)
-        d.qfrc_constraint.take(self._dadr, out=self._tmp)
-        state.effort += self._tmp
-        state.time = d.time
+        _get(act, state.effort)
+        if isinstance(con, tuple):
+            state.effort += con[0][con[1]]
+        else:
+            state.effort += con
 
     def write(self, command: HardwareCommand) -> None:
         if command.mode != CommandMode.TORQUE:
             raise ValueError("the MuJoCo Sawyer is torque-driven")
-        ctrl = self.d.ctrl
+        ctrl = self._ctrl
         np.maximum(command.effort, self._lo, out=ctrl)
         np.minimum(ctrl, self._hi, out=ctrl)
         mujoco.mj_step(self.m, self.d)
+
+
+def _get(src, out: np.ndarray) -> None:
+    if isinstance(src, tuple):
+        src[0].take(src[1], out=out)
+    else:
+        np.copyto(out, src)

@@ -26,15 +26,18 @@ class Arbiter:
         if isinstance(old, TrajectorySource):
             old.deactivate(R_ROBOT_DISABLED if to is self.brake else R_JOINT_COMMAND)
         to.activate(sp, hw, now)
+        if to is self.brake:
+            self.selected = self.hold  # after the brakes the arm starts from a hold, not an old request
         if old is self.brake and self.head is not None:
             self.head.activate(sp, hw, now)
         self.active = to
         self.switches += 1
 
     def select(self, source: SetpointSource, sp: Setpoint, hw: HardwareState, now: float) -> None:
-        """A request for ``source`` arrived: it drives the limb from now on (unless braked/overridden)."""
+        """A request for ``source`` arrived while the robot is active: it drives the limb from now
+        on (unless overridden), starting this cycle even if the brakes were on until now."""
         self.selected = source
-        if self.active is not self.brake and self.active is not source and not self._override():
+        if self.active is not source and not self._override():
             self._switch(source, sp, hw, now)
 
     def _override(self):
@@ -45,14 +48,8 @@ class Arbiter:
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint, robot_active: bool) -> int:
         """Run the winning source (and the head's); returns its fault code."""
-        if not robot_active:
-            want = self.brake
-        else:
-            want = self._override() or (self.hold if self.selected is self.brake else self.selected)
+        want = (self._override() or self.selected) if robot_active else self.brake
         if want is not self.active:
-            if self.active is self.brake:
-                self.selected = self.hold  # enabling starts from a hold where the arm is
-                want = self._override() or self.hold
             self._switch(want, sp, hw, now)
         code = want.update(now, hw, sp)
         if want is not self.brake and self.head is not None:

@@ -22,7 +22,6 @@ from ..hardware.adapter import make_adapter
 from ..hardware.base import Backend, HardwareState
 from ..model.robot_model import RobotModel
 from ..safety.base import SafetyChain
-from ..safety.faults import FAULT_NON_FINITE_STATE
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
 from ..safety.joint_limits import JointLimits
@@ -42,7 +41,6 @@ from .layouts import (MSG_COMMAND, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, 
                       SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
 
 TIMEOUT_RANGE = (0.0, 1.0)
-SOURCE_IDS = ("brake", "hold", "position", "velocity", "torque", "stream", "trajectory")
 
 
 def build_safety_chain(cfg: RobotConfig, dt: float) -> SafetyChain:
@@ -86,9 +84,9 @@ class LoopCycle:
         self.hold = HoldSource(arm, lo, hi, vmax, amax, dt)
         head = HoldSource(slice(na, n), lo, hi, vmax, amax, dt) if n > na else None
         self.position = PositionSource(arm, lo, hi, vmax, amax, dt)
-        self.velocity = VelocitySource(arm, lo, hi, vmax, dt)
+        self.velocity = VelocitySource(arm, lo, hi, vmax, amax, dt)
         self.torque = TorqueSource(arm, lim.effort)
-        self.stream = StreamSource(arm, vmax)
+        self.stream = StreamSource(arm)
         c = cfg.control
         self.trajectory = TrajectorySource(arm, vmax, amax, dt, int(c.get("max_trajectory_knots", 10000)),
                                            float(c.get("trajectory_start_tolerance", 0.05)))
@@ -218,6 +216,8 @@ class LoopCycle:
         if self.robot.error and self.fault_code:
             return  # already faulted: the brakes hold
         self.robot.fault()
+        self.law.reset()
+        self.trajectory.deactivate(R_FAULT)
         self.fault_code, self.fault_joint = code, joint
         self.counts["faults"] += 1
         o = self._out
@@ -233,11 +233,15 @@ class LoopCycle:
         sp.tau[:] = 0.0
         sp.torque_only[:] = False
         sp.fixed[:] = True
+        self.chain.reset(hw, sp)
 
     def step(self) -> None:
         """One cycle at loop time ``self.now``; the time then advances by ``dt``."""
-        now, hw, sp, ch = self.now, self.hw, self.sp, self.ch
+        now, hw, sp, chain = self.now, self.hw, self.sp, self.chain
         self.backend.read(hw)
+        code = chain.on_state(hw)  # repairs a broken measurement before anything reads it
+        if code:
+            self._fault(code, chain.fault_joint)  # stopped now: this cycle already brakes
         if not self.initialised:
             sp.q[:] = hw.position
             self.brake.activate(sp, hw, now)
@@ -246,16 +250,15 @@ class LoopCycle:
         self._intake(now)
         active = self.robot_active
         arb = self.arbiter
-        timeout = min(max(ch.control.local.command_timeout[0], TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+        timeout = min(max(self.ch.control.local.command_timeout[0], TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
         if active and arb.active.streaming and now - self.last_command > timeout:
             arb.select(self.hold, sp, hw, now)
             self.counts["timeouts"] += 1
-        before = arb.switches
+        braked = arb.active is self.brake
         code = arb.update(now, hw, sp, active)
-        if arb.switches != before:
-            self.chain.reset(hw, sp)
+        if braked != (arb.active is self.brake):
+            chain.reset(hw, sp)  # brakes start from (and leave) the measured position
         sp.gravity = not self.suppressed(SUPPRESS_GRAVITY)
-        chain = self.chain
         joint = -1
         if code:
             self._hold_measured()
@@ -264,11 +267,11 @@ class LoopCycle:
             code = chain.on_setpoint(hw, sp)
             joint = chain.fault_joint
             if code:
-                if code != FAULT_NON_FINITE_STATE:
-                    self._hold_measured()
+                self._hold_measured()
             elif np.count_nonzero(np.not_equal(self._raw_q, sp.q, out=self._changed)):  # the chain held the reference back
                 arb.active.rebase(sp)
-                self.law.reset()
+                if sp.any_windowed:
+                    self.law.reset()  # no integral wind-up against an obstacle either
                 if arb.head is not None and arb.active is not self.brake:
                     arb.head.rebase(sp)
         self.law.compute(hw, sp, self.adapter.command)
@@ -277,7 +280,6 @@ class LoopCycle:
             code, joint = out_code, chain.fault_joint
         if code:
             self._fault(code, joint)
-            self.trajectory.deactivate(R_FAULT)
         self.adapter.write()
         self._results()
         self._publish(now)

@@ -1,7 +1,8 @@
 """The interface every safety plugin implements, and the chain that runs them in order.
 
-A plugin may reshape the setpoint before the control law (``on_setpoint``) and/or check and
-reshape the command after it (``on_output``). Either returns 0 or a fault code
+A plugin may check (and repair) the measured state before any source reads it (``on_state``),
+reshape the setpoint before the control law (``on_setpoint``) and/or check and reshape the
+command after it (``on_output``). Either returns 0 or a fault code
 (``safety.faults``) and leaves the joint concerned in ``fault_joint``. The chain stops at the
 first fault; the loop then stops the robot. Adding a safety feature = adding a plugin file and
 its name in the config's ``safety_chain`` list.
@@ -18,6 +19,10 @@ class SafetyPlugin:
     def __init__(self):
         self.fault_joint = -1
         self.interventions = 0  # cycles in which the plugin changed something
+
+    def on_state(self, hw: HardwareState) -> int:
+        """Check / repair the measured state in place, first thing in the cycle; 0 or a fault code."""
+        return 0
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         """Reshape the setpoint in place before the law; 0 or a fault code."""
@@ -36,11 +41,18 @@ class SafetyChain:
         self.plugins = list(plugins)
         self.fault_code = 0
         self.fault_joint = -1
-        self.fault_plugin = ""
+        self._state = [p for p in self.plugins if type(p).on_state is not SafetyPlugin.on_state]
 
     def _result(self, p: SafetyPlugin, code: int) -> int:
-        self.fault_code, self.fault_joint, self.fault_plugin = code, p.fault_joint, p.name
+        self.fault_code, self.fault_joint = code, p.fault_joint
         return code
+
+    def on_state(self, hw: HardwareState) -> int:
+        for p in self._state:
+            code = p.on_state(hw)
+            if code:
+                return self._result(p, code)
+        return 0
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         for p in self.plugins:

@@ -12,9 +12,11 @@ FAULT_FOLLOWING_ERROR = 5
 
 MESSAGES = {
     FAULT_NONE: "no fault",
-    FAULT_NON_FINITE_STATE: "the backend reported a non-finite joint state",
+    FAULT_NON_FINITE_STATE: "the backend reported a non-finite joint state; the last finite measurement stands in "
+                            "for it and the brakes hold",
     FAULT_NON_FINITE_SETPOINT: "a setpoint source produced a non-finite value",
-    FAULT_NON_FINITE_OUTPUT: "the control law produced a non-finite command; the last finite command was sent",
+    FAULT_NON_FINITE_OUTPUT: "the control law produced a non-finite command; the last finite command was sent "
+                             "and the brakes hold",
     FAULT_INTERPOLATOR: "the position interpolator rejected its input; holding the current position",
     FAULT_FOLLOWING_ERROR: "following error beyond the fault window (the arm does not follow its reference)",
 }

@@ -1,9 +1,13 @@
 """Non-finite guard: no NaN or inf reaches the backend, whatever produced it.
 
-* measured state non-finite → fault (the backend is broken; the setpoint is left to the brakes);
+* measured state non-finite (first thing in the cycle) → the bad entries are replaced by the
+  last finite measurement (position) or 0 (velocity, effort) before any source or law sees
+  them, fault. The loop stops the robot in that same cycle, so the brakes hold the last good
+  position; a joint whose measurement stays broken gets no feedback from it (its error
+  reads zero), i.e. gravity compensation at its last known angle, never a replayed torque;
 * setpoint non-finite → the setpoint becomes the last finite one with zero velocity, fault;
-* command non-finite → the last finite command is sent instead, fault.
-The fault stops the robot; from the next cycle on the brakes hold it.
+* command non-finite → the last finite command (one cycle old) is sent instead, fault; from
+  the next cycle on the brakes compute a fresh one.
 """
 from __future__ import annotations
 
@@ -31,12 +35,27 @@ class FiniteGuard(SafetyPlugin):
     def __init__(self, n: int):
         super().__init__()
         self.last_q = np.zeros(n)
+        self.last_measured = np.zeros(n)
         self.last_cmd = np.zeros((3, n))
         self._zeros = np.zeros(4 * n)
+        self._bad = np.zeros((3, n), dtype=bool)
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
-        if _first_bad(hw.position, self._zeros) < 0:
-            self.last_q[:] = hw.position
+        self.last_q[:] = sp.q
+
+    def on_state(self, hw: HardwareState) -> int:
+        b = hw.block  # position, velocity, effort
+        j = _first_bad(b, self._zeros)
+        if j < 0:
+            self.last_measured[:] = hw.position
+            return 0
+        self.fault_joint = j
+        self.interventions += 1
+        bad = self._bad
+        np.logical_not(np.isfinite(b, out=bad), out=bad)
+        np.copyto(hw.position, self.last_measured, where=bad[0])
+        np.copyto(b[1:], 0.0, where=bad[1:])
+        return FAULT_NON_FINITE_STATE
 
     def _hold_last(self, sp: Setpoint) -> None:
         sp.q[:] = self.last_q
@@ -45,13 +64,7 @@ class FiniteGuard(SafetyPlugin):
         sp.tau[:] = 0.0
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
-        z = self._zeros
-        j = _first_bad(hw.block[:2], z)  # position and velocity
-        if j >= 0:
-            self.fault_joint = j
-            self._hold_last(sp)
-            return FAULT_NON_FINITE_STATE
-        j = _first_bad(sp.block, z)
+        j = _first_bad(sp.block, self._zeros)
         if j >= 0:
             self.fault_joint = j
             self.interventions += 1

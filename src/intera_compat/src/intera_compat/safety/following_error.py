@@ -1,12 +1,14 @@
 """Following error: the reference may not run away from the measured position.
 
-For every joint tracking a moving reference (not torque-driven, not holding a fixed target) the
-setpoint is kept within ``window`` (rad) of the measured
-angle, and its velocity / acceleration feed-forward are dropped while it is held there; the
-loop then rebases the source so an integrated reference (POSITION, VELOCITY) cannot wind up
-against an obstacle and snap at full torque when released. A source whose reference is given
-from outside (streamed or whole trajectories) that is more than ``fault_window`` away from the
-arm is a fault: the arm does not follow what it is told.
+For every joint tracking a reference (not torque-driven) the setpoint is kept within ``window``
+(rad) of the measured angle, and its velocity / acceleration feed-forward are dropped while it
+is held there; the loop then rebases the source so an integrated reference (POSITION,
+VELOCITY) cannot wind up against an obstacle and snap at full torque when released. Holds
+(``fixed``: hold, brakes) are bounded the same way, so an arm pushed away returns at the pace
+the window allows (``kp·window/kd``, under 1 rad/s with Sawyer's gains), never springs back
+from far away; they never fault. A moving reference more than ``fault_window`` away from the
+arm is a fault: the arm does not follow what it is told (a streamed or whole trajectory that
+is not rebased).
 """
 from __future__ import annotations
 
@@ -28,26 +30,33 @@ class FollowingError(SafetyPlugin):
         self.window, self.fault_window = float(window), float(fault_window)
         self.err = np.zeros(n)
         self._abs = np.zeros(n)
-        self._skip = np.zeros(n, dtype=bool)
+        self._moving = np.zeros(n)
         self.max_error = 0.0  # of the last cycle, rad (tracked joints)
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         e, ae = self.err, self._abs
         np.subtract(sp.q, hw.position, out=e)
-        np.logical_or(sp.torque_only, sp.fixed, out=self._skip)
-        np.copyto(e, 0.0, where=self._skip)
+        np.copyto(e, 0.0, where=sp.torque_only)
         np.abs(e, out=ae)
         j = int(ae.argmax())
         self.max_error = float(ae[j])
-        if self.max_error > self.fault_window:
+        sp.any_windowed = False
+        if self.max_error <= self.window:
+            return 0
+        f = self._moving
+        np.copyto(f, ae)
+        np.copyto(f, 0.0, where=sp.fixed)  # holds are clamped, never a fault
+        j = int(f.argmax())
+        if f[j] > self.fault_window:
             self.fault_joint = j
             return FAULT_FOLLOWING_ERROR
-        if self.max_error > self.window:
-            out = ae > self.window
-            np.clip(e, -self.window, self.window, out=e)
-            np.add(hw.position, e, out=ae)  # ae reused as the clamped reference
-            sp.q[out] = ae[out]
-            sp.v[out] = 0.0
-            sp.a[out] = 0.0
-            self.interventions += 1
+        out = sp.windowed
+        np.greater(ae, self.window, out=out)
+        sp.any_windowed = True
+        np.clip(e, -self.window, self.window, out=e)
+        np.add(hw.position, e, out=ae)  # ae reused as the clamped reference
+        np.copyto(sp.q, ae, where=out)
+        np.copyto(sp.v, 0.0, where=out)
+        np.copyto(sp.a, 0.0, where=out)
+        self.interventions += 1
         return 0

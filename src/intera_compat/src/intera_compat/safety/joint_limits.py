@@ -1,57 +1,71 @@
-"""Joint limits on the setpoint: position range, per-cycle step (velocity), velocity and
-acceleration (the inverse-dynamics feed-forward). Joints driven by torque are left to
-``torque_guard``.
+"""Joint limits on the setpoint: position range, velocity and acceleration, of the reference
+itself and of its feed-forward. Joints driven by torque are left to ``torque_guard``.
 
-The step limit keeps the setpoint from moving more than ``v_max × dt`` per cycle relative to
-the previous cycle's setpoint, so no source can make the reference jump; it restarts from the
-setpoint handed over whenever the loop switches sources.
+The reference may change its per-cycle step by at most ``a_max·dt²`` (acceleration) and step by
+at most ``v_max·dt`` (velocity), and it slows down toward a position limit early enough to stop
+on it. Sources whose output already respects the limits (ruckig, validated trajectories, a
+ramped velocity) pass untouched: the check tolerates ``tolerance`` rad of discontinuity per
+cycle (the seams of a streamed trajectory). Anything else — a velocity step, a mode switch onto
+a moving stream, a jump — is shaped into the fastest motion the limits allow, with the
+feed-forward velocity and acceleration of the shaped reference; the loop then rebases the
+source on it. The brakes and a fault restart the reference from the measured position
+(``reset``). A reference the following-error window pulled back toward the arm moves with
+the arm and is left alone.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..hardware.base import HardwareState
-from ..sources.base import Setpoint, clamp
+from ..sources.base import Setpoint, clamp, stopping_step
 from .base import SafetyPlugin
 
 
 class JointLimits(SafetyPlugin):
     name = "joint_limits"
 
-    def __init__(self, lower, upper, vmax, amax, dt: float, step_margin: float = 1.05):
+    def __init__(self, lower, upper, vmax, amax, dt: float, margin: float = 1.05, tolerance: float = 2e-5):
         super().__init__()
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
         self.vmax, self.amax = np.asarray(vmax, float), np.asarray(amax, float)
-        self.step = self.vmax * dt * step_margin
+        self.dt = dt
+        self.step = self.vmax * dt * margin  # largest step per cycle (velocity)
         self._nstep = -self.step
+        self.dstep = self.amax * dt * dt * margin  # largest change of the step per cycle (acceleration)
+        self._thr = self.dstep + tolerance
         n = len(self.lower)
         # rows q, v, a of the setpoint block against their ranges, all in one clamp
         self._lo3 = np.stack([self.lower, -self.vmax, -self.amax])
         self._hi3 = np.stack([self.upper, self.vmax, self.amax])
         self._x3 = np.zeros((3, n))
         self._b3 = np.zeros((3, n), dtype=bool)
-        self.prev = np.zeros(n)
-        self._d = np.zeros(n)
-        self._ad = np.zeros(n)
-        self._b = np.zeros(n, dtype=bool)
+        self._x2 = np.zeros((2, n))  # step change of the reference, of its feed-forward
+        self._x0, self._x1 = self._x2
+        self._b2 = np.zeros((2, n), dtype=bool)
+        self.prev = np.zeros(n)  # last cycle's reference
+        self.pd = np.zeros(n)  # its last step (rad per cycle)
+        self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
+        self._free, self._m = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         self._primed = False
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
-        self._primed = False
+        """The reference restarts at ``sp`` (q, v) as it stands this cycle."""
+        np.multiply(sp.v, self.dt, out=self.pd)
+        clamp(self.pd, self._nstep, self.step, self.pd)
+        np.subtract(sp.q, self.pd, out=self.prev)
+        self._primed = True
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         q = sp.q
         changed = False
-        if self._primed:  # per-cycle step from the previous setpoint (torque-driven joints excepted)
-            d, b = self._d, self._b
-            np.subtract(q, self.prev, out=d)
-            np.copyto(d, 0.0, where=sp.torque_only)
-            np.abs(d, out=self._ad)
-            if np.count_nonzero(np.greater(self._ad, self.step, out=b)):
-                clamp(d, self._nstep, self.step, d)
-                np.add(self.prev, d, out=d)
-                np.logical_not(sp.torque_only, out=b)
-                np.copyto(q, d, where=b)
+        if self._primed:
+            x = self._x2  # (torque-driven joints may be flagged too: _shape leaves them alone)
+            np.subtract(q, self.prev, out=self._x0)
+            np.multiply(sp.v, self.dt, out=self._x1)
+            x -= self.pd
+            np.abs(x, out=x)
+            if np.count_nonzero(np.greater(x, self._thr, out=self._b2)):
+                self._shape(hw, sp)
                 changed = True
         # position range, velocity and acceleration (count_nonzero: ~7x cheaper than .any() on a few bools)
         qva, x = sp.block[:3], self._x3
@@ -59,7 +73,79 @@ class JointLimits(SafetyPlugin):
         if np.count_nonzero(np.not_equal(x, qva, out=self._b3)):
             qva[:] = x
             changed = True
+        if self._primed:
+            np.subtract(q, self.prev, out=self.pd)
         self.prev[:] = q
         self._primed = True
         self.interventions += changed
         return 0
+
+    def _shape(self, hw: HardwareState, sp: Setpoint) -> None:
+        """Move the reference toward the source's as fast as the limits allow this cycle.
+
+        Per flagged joint, the step ``d`` (rad per cycle) lies within the last step ± the
+        acceleration limit and ±v_max·dt, closes the gap ``e`` to the source's reference no
+        faster than it can still match its velocity on arrival (a square-root law on the gap,
+        so it converges without overshoot), and slows toward a position limit in time to stop
+        on it (that one wins over the acceleration limit).
+        """
+        dt, prev, d, lo, hi, t, u, c = self.dt, self.prev, self._d, self._lo, self._hi, self._t, self._u, self._c
+        # steps reachable from the last one, within ±v_max·dt
+        np.subtract(self.pd, self.dstep, out=lo)
+        np.maximum(lo, self._nstep, out=lo)
+        np.add(self.pd, self.dstep, out=hi)
+        np.minimum(hi, self.step, out=hi)
+        # converge on the source: the gap left after keeping its pace, c = e − v_src·dt, closes by
+        # at most min(|c|, √(2·Δs·|c|)) per cycle (clipped into the reachable range)
+        np.subtract(sp.q, prev, out=d)  # e: the step the source asks for
+        np.multiply(sp.v, dt, out=u)
+        np.subtract(d, u, out=c)
+        np.maximum(c, 0.0, out=t)
+        self._close(t)
+        t += u  # highest step
+        np.maximum(t, lo, out=t)
+        np.minimum(hi, t, out=hi)
+        np.minimum(c, 0.0, out=t)
+        np.negative(t, out=t)
+        self._close(t)
+        np.subtract(u, t, out=t)  # lowest step
+        np.minimum(t, hi, out=t)
+        np.maximum(lo, t, out=lo)
+        # ... and no faster toward a position limit than stops on it
+        np.subtract(self.upper, prev, out=t)
+        np.maximum(t, 0.0, out=t)
+        stopping_step(t, self.dstep, t)
+        np.minimum(hi, t, out=hi)
+        np.subtract(prev, self.lower, out=t)
+        np.maximum(t, 0.0, out=t)
+        stopping_step(t, self.dstep, t)
+        np.negative(t, out=t)
+        np.maximum(lo, t, out=lo)
+        np.minimum(lo, hi, out=lo)  # moving too fast to stop in time: the position limit wins
+        clamp(d, lo, hi, d)
+        m = np.logical_or(self._b2[0], self._b2[1], out=self._m)  # the joints the check flagged
+        m &= np.logical_not(sp.torque_only, out=self._free)
+        if sp.any_windowed:
+            # pinned to the measured angle and pulled back toward the arm: it moves with the arm
+            # and pushes less than before, nothing to shape (shaping would give it the arm's speed)
+            np.subtract(sp.q, hw.position, out=t)
+            np.abs(t, out=t)
+            np.subtract(prev, hw.position, out=u)
+            np.abs(u, out=u)
+            back = np.less_equal(t, u, out=self._free)
+            back &= sp.windowed
+            m &= np.logical_not(back, out=back)
+        np.add(prev, d, out=t)
+        np.copyto(sp.q, t, where=m)
+        # feed-forward of the shaped reference: its own velocity and acceleration
+        np.divide(d, dt, out=t)
+        np.copyto(sp.v, t, where=m)
+        np.subtract(d, self.pd, out=t)
+        t /= dt * dt
+        np.copyto(sp.a, t, where=m)
+
+    def _close(self, gap: np.ndarray) -> None:
+        """gap (≥ 0) → how much of it one cycle may close and still arrive at rest relative to
+        the source (at most the whole gap), in place."""
+        stopping_step(gap, self.dstep, self._w)
+        np.minimum(gap, self._w, out=gap)

@@ -15,6 +15,17 @@ def clamp(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> Non
     np.minimum(out, hi, out=out)
 
 
+def stopping_step(distance: np.ndarray, dstep: np.ndarray, out: np.ndarray) -> None:
+    """out = the largest step (rad per cycle) from which steps shrinking by ``dstep`` per cycle
+    (the acceleration limit) still stop within ``distance`` (≥ 0): s(s + Δs) / (2Δs) ≤ distance."""
+    np.multiply(distance, 8.0, out=out)
+    out *= dstep
+    out += dstep * dstep
+    np.sqrt(out, out=out)
+    out -= dstep
+    out *= 0.5
+
+
 @dataclass
 class Setpoint:
     """What the control law should do this cycle, per joint (config order).
@@ -22,9 +33,10 @@ class Setpoint:
     ``q`` rad, ``v`` rad/s, ``a`` rad/s² are tracked by the law on every joint whose
     ``torque_only`` flag is False; joints with the flag set get ``tau`` (Nm) plus gravity
     compensation and no position feedback (TORQUE_MODE). ``gravity`` False removes gravity
-    compensation from the output (``suppress_gravity_compensation``). ``fixed`` marks joints holding a
-fixed target: the following-error window (anti-windup for moving references) leaves them at
-full stiffness.
+    compensation from the output (``suppress_gravity_compensation``). ``fixed`` marks joints
+    holding a fixed target (hold, brakes): the following-error window bounds their pull back
+    but never faults them. ``windowed`` (valid while ``any_windowed``) marks the joints the
+    following-error window pinned to the measured angle this cycle.
     """
 
     q: np.ndarray
@@ -32,24 +44,18 @@ full stiffness.
     a: np.ndarray
     tau: np.ndarray
     torque_only: np.ndarray  # bool
-    fixed: np.ndarray  # bool: a held target (full stiffness, no following-error window)
+    fixed: np.ndarray  # bool: a held target (windowed, never a following-error fault)
     gravity: bool = True
+    windowed: np.ndarray | None = None  # bool: held to the measured angle ± window this cycle
+    any_windowed: bool = False
 
     @classmethod
     def zeros(cls, n: int) -> "Setpoint":
         block = np.zeros((4, n))  # q, v, a, tau contiguous: one reduction checks them all
-        sp = cls(block[0], block[1], block[2], block[3], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+        sp = cls(block[0], block[1], block[2], block[3], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
+                 windowed=np.zeros(n, dtype=bool))
         sp.block = block
         return sp
-
-    def copy_from(self, other: "Setpoint") -> None:
-        self.q[:] = other.q
-        self.v[:] = other.v
-        self.a[:] = other.a
-        self.tau[:] = other.tau
-        self.torque_only[:] = other.torque_only
-        self.fixed[:] = other.fixed
-        self.gravity = other.gravity
 
     def track(self, i: slice, q, v, a, fixed: bool = False) -> None:
         """Joints ``i`` follow the reference ``q``, ``v``, ``a`` (arrays or scalars), no torque feed-through."""

@@ -36,12 +36,6 @@ class HoldSource(SetpointSource):
             self.ramp.start(sp.q[i], sp.v[i], sp.a[i])
         np.clip(self.ramp.q, self.lower, self.upper, out=self.q)
 
-    def hold_here(self, q: np.ndarray) -> None:
-        """Hold ``q`` (this source's joints) with no ramp."""
-        np.clip(q, self.lower, self.upper, out=self.q)
-        if self.ramp is not None:
-            self.ramp.active = False
-
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i = self.idx
         r = self.ramp
@@ -54,7 +48,13 @@ class HoldSource(SetpointSource):
         return 0
 
     def rebase(self, sp: Setpoint) -> None:
-        """A hold keeps its target (the window only bounds the pull back); a stop ramp restarts."""
+        """The chain held the setpoint back (following-error window, limits).
+
+        Brakes hold where the arm was pushed to (they slip, they do not spring back); a hold
+        keeps its target and returns to it at the pace the window allows; a stop ramp restarts.
+        """
         i = self.idx
-        if self.ramp is not None and self.ramp.active:
+        if self.ramp is None:
+            clamp(sp.q[i], self.lower, self.upper, self.q)
+        elif self.ramp.active:
             self.ramp.start(sp.q[i], sp.v[i], sp.a[i])

@@ -1,7 +1,9 @@
 """TORQUE_MODE: commanded joint torques added to gravity compensation (no position feedback).
 
-Only joints this source owns are torque-driven; the head keeps its own hold. Position and
-velocity limits are kept by the safety chain's torque-mode guard (soft-limit spring/damper).
+Only the joints a TORQUE command has named since the source took over are torque-driven; the
+others keep holding the setpoint they had (joints a command does not name keep their targets),
+and the head keeps its own hold. Position and velocity limits of the torque-driven joints are
+kept by the safety chain's torque-mode guard (soft-limit spring/damper).
 """
 from __future__ import annotations
 
@@ -18,22 +20,30 @@ class TorqueSource(SetpointSource):
     def __init__(self, idx: slice, emax):
         super().__init__(idx)
         self.emax = emax[idx]
-        self.tau = np.zeros(len(self.emax))
+        m = len(self.emax)
+        self.tau = np.zeros(m)
+        self.named = np.zeros(m, dtype=bool)  # torque-driven joints
+        self.q_hold = np.zeros(m)  # where the others stay
 
     def accept(self, mask: np.ndarray, effort: np.ndarray) -> None:
         i = self.idx
         np.copyto(self.tau, effort[i], where=mask[i])
         np.clip(self.tau, -self.emax, self.emax, out=self.tau)
+        self.named |= mask[i]
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        i = self.idx
         self.tau[:] = 0.0
+        self.named[:] = False
+        np.copyto(self.q_hold, sp.q[i])
+        np.copyto(self.q_hold, hw.position[i], where=sp.torque_only[i])
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
-        i = self.idx
-        sp.q[i] = hw.position[i]
-        sp.v[i] = hw.velocity[i]
-        sp.a[i] = 0.0
-        sp.tau[i] = self.tau
-        sp.torque_only[i] = True
-        sp.fixed[i] = False
+        i, named = self.idx, self.named
+        sp.track(i, self.q_hold, 0.0, 0.0, fixed=True)
+        np.copyto(sp.q[i], hw.position[i], where=named)
+        np.copyto(sp.v[i], hw.velocity[i], where=named)
+        np.copyto(sp.tau[i], self.tau, where=named)
+        np.copyto(sp.torque_only[i], named)
+        np.copyto(sp.fixed[i], False, where=named)
         return 0

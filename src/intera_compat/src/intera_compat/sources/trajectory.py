@@ -2,7 +2,9 @@
 
 Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's
 factor (``set_scaling``) × the backend's speed scaling (UR slider, Cobot progress): at 0 the arm
-pauses on the path, it does not abort. Velocities and accelerations are scaled with it.
+pauses on the path, it does not abort. The applied factor follows a change within
+``scaling_ramp`` seconds for the full range (a pause decelerates along the path, it is not a
+step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ds/dt).
 
 * ``prepare`` checks a new trajectory against the current setpoint and stages it. A first knot
   at t > 0 is reached from the current setpoint (a knot is prepended at t = 0); a first knot at
@@ -19,7 +21,7 @@ import numpy as np
 
 from ..control.stop import StopRamp
 from ..hardware.base import HardwareState
-from ..trajectory.spline import KnotTrajectory
+from ..trajectory.spline import KnotTrajectory, limit_violation
 from .base import Setpoint, SetpointSource
 
 # progress states
@@ -28,7 +30,7 @@ TRAJ_IDLE, TRAJ_RUNNING, TRAJ_STOPPING, TRAJ_DONE = 0, 1, 2, 3
 SUCCEEDED, CANCELLED, PREEMPTED, ABORTED, REJECTED = 1, 2, 3, 4, 5
 # rejection / abort reasons (with a joint index where it applies)
 R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND, R_NEWER_TRAJECTORY, \
-    R_ROBOT_DISABLED, R_FAULT = range(9)
+    R_ROBOT_DISABLED, R_FAULT, R_LIMITS = range(10)
 STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
                 REJECTED: "REJECTED"}
 REASONS = {
@@ -37,13 +39,16 @@ REASONS = {
     R_NOT_ENABLED: "the robot is not enabled", R_TOO_LONG: "the trajectory has more knots than the loop holds",
     R_JOINT_COMMAND: "a JointCommand took over the arm", R_NEWER_TRAJECTORY: "replaced by a newer trajectory",
     R_ROBOT_DISABLED: "the robot was disabled or stopped", R_FAULT: "the loop faulted",
+    R_LIMITS: "the trajectory (from where the arm is) exceeds the joint velocity or acceleration limits",
 }
 
 
 class TrajectorySource(SetpointSource):
-    def __init__(self, idx: slice, vmax, amax, dt: float, max_knots: int = 10000, start_tolerance: float = 0.05):
+    def __init__(self, idx: slice, vmax, amax, dt: float, max_knots: int = 10000, start_tolerance: float = 0.05,
+                 scaling_ramp: float = 0.2):
         super().__init__(idx)
         self.m = m = len(vmax[idx])
+        self.vmax, self.amax = vmax[idx], amax[idx]
         self.dt = dt
         self.start_tolerance = start_tolerance
         self.traj = KnotTrajectory(m, max_knots + 1)
@@ -58,6 +63,8 @@ class TrajectorySource(SetpointSource):
         self.error = 0.0  # max |setpoint − measured| over the trajectory's joints, rad
         self.scaling = 1.0  # the sender's factor
         self.applied_scaling = 1.0
+        self.ds = dt / scaling_ramp  # largest change of the applied scaling per cycle
+        self._fresh = True  # the next update starts at the requested scaling
         self.results: list = []  # (traj_id, status, reason, joint) for the loop to forward
 
     # ---- requests -----------------------------------------------------------------------
@@ -87,10 +94,15 @@ class TrajectorySource(SetpointSource):
         kq[:, ~mask] = cur_q[~mask]  # joints not named hold
         kv[:, ~mask] = 0.0
         ka[:, ~mask] = 0.0
+        bad = limit_violation(kt, kq, kv, ka, order, self.vmax, self.amax)
+        if bad is not None:
+            return self._reject(traj_id, R_LIMITS, bad[2])
         if self.state in (TRAJ_RUNNING, TRAJ_STOPPING):
             self._finish(PREEMPTED, R_NEWER_TRAJECTORY)
         self.traj.load(kt, kq, kv, ka, order)
         self.mask[:] = mask
+        if self.state != TRAJ_RUNNING:
+            self._fresh = True  # from rest: no need to ramp the scaling in
         self.traj_id = traj_id
         self.state = TRAJ_RUNNING
         self.time = 0.0
@@ -123,11 +135,17 @@ class TrajectorySource(SetpointSource):
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i = self.idx
         if self.state == TRAJ_RUNNING:
-            s = self.scaling * hw.speed_scaling
+            want, s0 = self.scaling * hw.speed_scaling, self.applied_scaling
+            s = want if self._fresh else min(max(want, s0 - self.ds), s0 + self.ds)
+            self._fresh = False
             self.applied_scaling = s
             self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
-            self.v *= s
             self.a *= s * s
+            if s != s0:
+                self._err[:] = self.v
+                self._err *= (s - s0) / self.dt
+                self.a += self._err
+            self.v *= s
             self.time += self.dt * s
             if self.time >= self.traj.duration and self.segment >= self.traj.k - 1:
                 self.time = self.traj.duration

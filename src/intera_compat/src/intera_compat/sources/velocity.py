@@ -1,27 +1,34 @@
 """VELOCITY_MODE: a position reference integrated from the commanded joint velocities.
 
-The reference stops at the position limits and is rebased by the safety chain (following-error
-window), so a blocked arm does not wind it up. Streaming: reverts to a hold on timeout.
+The reference velocity follows the command within the acceleration limits (a step in the
+command is a ramp, a mode switch continues from the velocity the arm had) and slows down
+before a position limit so it stops on it, and leaves it at once when commanded away. It is
+rebased by the safety chain (following-error window), so a blocked arm does not wind it up.
+Streaming: reverts to a hold on timeout.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource, clamp
+from .base import Setpoint, SetpointSource, clamp, stopping_step
 
 
 class VelocitySource(SetpointSource):
     streaming = True
 
-    def __init__(self, idx: slice, lower, upper, vmax, dt: float):
+    def __init__(self, idx: slice, lower, upper, vmax, amax, dt: float):
         super().__init__(idx)
         self.lower, self.upper, self.vmax = lower[idx], upper[idx], vmax[idx]
         self.dt = dt
+        self.dv = amax[idx] * dt  # largest velocity change per cycle
+        self._ndv = -self.dv
+        self.dstep = self.dv * dt
         n = len(self.lower)
-        self.vel = np.zeros(n)
+        self.vel = np.zeros(n)  # commanded
+        self.cur = np.zeros(n)  # the reference's velocity
         self.ref = np.zeros(n)
-        self._v = np.zeros(n)
+        self.acc = np.zeros(n)
         self._lo, self._hi = np.zeros(n), np.zeros(n)
 
     def accept(self, mask: np.ndarray, velocity: np.ndarray) -> None:
@@ -31,24 +38,41 @@ class VelocitySource(SetpointSource):
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
         i = self.idx
+        torque = sp.torque_only[i]
         self.vel[:] = 0.0
-        self.ref[:] = hw.position[i] if sp.torque_only[i].any() else sp.q[i]
+        np.copyto(self.ref, sp.q[i])
+        np.copyto(self.ref, hw.position[i], where=torque)
+        np.copyto(self.cur, sp.v[i])
+        np.copyto(self.cur, hw.velocity[i], where=torque)
+        np.clip(self.cur, -self.vmax, self.vmax, out=self.cur)
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i = self.idx
-        ref, v = self.ref, self._v
-        np.multiply(self.vel, self.dt, out=v)
-        ref += v
-        clamp(ref, self.lower, self.upper, ref)
-        # feed-forward velocity: no more than reaches a limit within one cycle (0 on the limit)
-        lo, hi = self._lo, self._hi
-        np.subtract(self.lower, ref, out=lo)
-        lo /= self.dt
-        np.subtract(self.upper, ref, out=hi)
+        cur, acc, lo, hi = self.cur, self.acc, self._lo, self._hi
+        acc[:] = cur
+        # toward the commanded velocity within the acceleration limit
+        np.subtract(self.vel, cur, out=lo)
+        clamp(lo, self._ndv, self.dv, lo)
+        cur += lo
+        # no faster toward a limit than stops on it
+        np.subtract(self.upper, self.ref, out=hi)
+        np.maximum(hi, 0.0, out=hi)
+        stopping_step(hi, self.dstep, hi)
         hi /= self.dt
-        clamp(self.vel, lo, hi, v)
-        sp.track(i, ref, v, 0.0)
+        np.subtract(self.ref, self.lower, out=lo)
+        np.maximum(lo, 0.0, out=lo)
+        stopping_step(lo, self.dstep, lo)
+        lo /= -self.dt
+        clamp(cur, lo, hi, cur)
+        np.subtract(cur, acc, out=acc)
+        acc /= self.dt
+        np.multiply(cur, self.dt, out=lo)
+        self.ref += lo
+        clamp(self.ref, self.lower, self.upper, self.ref)
+        sp.track(i, self.ref, cur, acc)
         return 0
 
     def rebase(self, sp: Setpoint) -> None:
-        self.ref[:] = sp.q[self.idx]
+        i = self.idx
+        self.ref[:] = sp.q[i]
+        clamp(sp.v[i], -self.vmax, self.vmax, self.cur)

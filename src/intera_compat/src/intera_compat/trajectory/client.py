@@ -1,10 +1,11 @@
 """Hand whole joint trajectories to the realtime loop and follow them (listener side, no ROS).
 
 The loop samples a trajectory every cycle on its own time base; nothing is streamed. This
-client validates a trajectory (names, shapes, finiteness, increasing times, position and
-velocity limits — errors name the field), sends it once over the channel's ring, and turns
-the loop's progress (state record) and results (return ring) into plain data. The motion
-controller and the joint trajectory action server are its users.
+client validates a trajectory (names, shapes, finiteness, increasing times, position,
+velocity and acceleration limits of knots and segments — errors name the field), sends it
+once over the channel's ring, and turns the loop's progress (state record) and results
+(return ring) into plain data. The motion controller and the joint trajectory action server
+are its users.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..config import RobotConfig
 from ..loop.channel import Channel
 from ..loop.layouts import MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
 from ..sources.trajectory import REASONS, STATUS_NAMES
+from .spline import limit_violation
 
 
 class TrajectoryError(ValueError):
@@ -59,7 +61,7 @@ class TrajectoryClient:
         self.n = len(cfg.all_joints)
         self.index = {j: i for i, j in enumerate(self.names)}
         lim = cfg.limits
-        self.lower, self.upper, self.vmax = lim.lower, lim.upper, lim.velocity
+        self.lower, self.upper, self.vmax, self.amax = lim.lower, lim.upper, lim.velocity, lim.accel
         self.max_knots = int(cfg.control.get("max_trajectory_knots", 10000))
         self._ids = itertools.count(1)
         self.results: dict[int, TrajectoryResult] = {}
@@ -110,12 +112,15 @@ class TrajectoryClient:
             r, c = bad[0]
             raise TrajectoryError(f"positions[{r}][{c}] ({names[c]}) = {p[r, c]:.4g} rad is outside "
                                   f"[{lo[c]:.4g}, {hi[c]:.4g}]")
-        if "velocities" in arrays:
-            bad = np.argwhere(np.abs(arrays["velocities"]) > self.vmax[cols])
-            if len(bad):
-                r, c = bad[0]
-                raise TrajectoryError(f"velocities[{r}][{c}] ({names[c]}) exceeds {self.vmax[cols][c]:.4g} rad/s")
         order = 5 if "accelerations" in arrays else 3 if "velocities" in arrays else 1
+        zeros = np.zeros_like(p)
+        bad = limit_violation(t, p, arrays.get("velocities", zeros), arrays.get("accelerations", zeros), order,
+                              self.vmax[cols], self.amax[cols])
+        if bad is not None:
+            what, r, c, value, limit = bad
+            unit = "rad/s" if "speed" in what or what == "velocities" else "rad/s²"
+            where = f"{what}[{r}][{c}]" if what in arrays else f"{what} of points {r}→{r + 1}"
+            raise TrajectoryError(f"{where} ({names[c]}) = {value:.4g} {unit} exceeds the limit {limit:.4g} {unit}")
         n = self.n
         full = {f: np.zeros((k, n)) for f in ("positions", "velocities", "accelerations")}
         for f, a in arrays.items():

@@ -70,15 +70,12 @@ class KnotTrajectory:
             c[2:] = 0.0
         elif self.order == 3:
             c[1] = v0
-            c[2] = (3.0 * dp - (2.0 * v0 + v1) * T) / T ** 2
-            c[3] = (-2.0 * dp + (v0 + v1) * T) / T ** 3
+            c[2], c[3] = _cubic(dp, v0, v1, T)
             c[4:] = 0.0
         else:
             c[1] = v0
             c[2] = 0.5 * a0
-            c[3] = (20.0 * dp - (8.0 * v1 + 12.0 * v0) * T - (3.0 * a0 - a1) * T * T) / (2.0 * T ** 3)
-            c[4] = (-30.0 * dp + (14.0 * v1 + 16.0 * v0) * T + (3.0 * a0 - 2.0 * a1) * T * T) / (2.0 * T ** 4)
-            c[5] = (12.0 * dp - 6.0 * (v1 + v0) * T - (a0 - a1) * T * T) / (2.0 * T ** 5)
+            c[3], c[4], c[5] = _quintic(dp, v0, v1, a0, a1, T)
         self.dc[:] = c[1:] * self._dpow  # derivative coefficients
         self.ddc[:] = self.dc[1:] * self._ddpow
         self._seg = s
@@ -101,6 +98,18 @@ class KnotTrajectory:
         return s
 
 
+def _cubic(dp, v0, v1, T):
+    """t² and t³ coefficients of the cubic Hermite segment (position change dp over T)."""
+    return (3.0 * dp - (2.0 * v0 + v1) * T) / T ** 2, (-2.0 * dp + (v0 + v1) * T) / T ** 3
+
+
+def _quintic(dp, v0, v1, a0, a1, T):
+    """t³, t⁴ and t⁵ coefficients of the quintic Hermite segment."""
+    return ((20.0 * dp - (8.0 * v1 + 12.0 * v0) * T - (3.0 * a0 - a1) * T * T) / (2.0 * T ** 3),
+            (-30.0 * dp + (14.0 * v1 + 16.0 * v0) * T + (3.0 * a0 - 2.0 * a1) * T * T) / (2.0 * T ** 4),
+            (12.0 * dp - 6.0 * (v1 + v0) * T - (a0 - a1) * T * T) / (2.0 * T ** 5))
+
+
 def _horner(rows: np.ndarray, x: float, out: np.ndarray, tmp: np.ndarray) -> None:
     """out = rows[0] + x (rows[1] + x (… + x rows[-1])), in place."""
     np.multiply(rows[-1], x, out=tmp)
@@ -108,3 +117,47 @@ def _horner(rows: np.ndarray, x: float, out: np.ndarray, tmp: np.ndarray) -> Non
         tmp += rows[j]
         tmp *= x
     np.add(tmp, rows[0], out=out)
+
+
+# Derived values (a segment's mean speed, the interpolating polynomial's acceleration) may exceed
+# the limits by these factors: a trajectory planned at the limits passes, a jump does not.
+SEGMENT_SPEED_TOLERANCE = 1.001
+SEGMENT_ACCEL_TOLERANCE = 1.5
+
+
+def limit_violation(t, q, v, a, order: int, vmax, amax):
+    """First place where knots (t (k,), q/v/a (k, n)) break the joint limits, or None.
+
+    Returns ``(what, row, joint, value, limit)``: ``what`` is "velocities" / "accelerations" (a
+    knot's given value, row = knot), "segment speed" (mean speed between knots row and row+1) or
+    "segment acceleration" (the interpolating polynomial's peak on that segment).
+    """
+    vmax, amax = np.asarray(vmax, float), np.asarray(amax, float)
+    checks = []
+    if order >= 3:
+        checks.append(("velocities", np.abs(v), vmax))
+    if order >= 5:
+        checks.append(("accelerations", np.abs(a), amax))
+    if len(t) > 1:
+        T = np.diff(t)[:, None]
+        dq = np.diff(q, axis=0)
+        checks.append(("segment speed", np.abs(dq) / T, vmax * SEGMENT_SPEED_TOLERANCE))
+        if order == 3:  # cubic Hermite: the acceleration is linear, its peak is at an end
+            c2, c3 = _cubic(dq, v[:-1], v[1:], T)
+            peak = np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * T))
+            checks.append(("segment acceleration", peak, amax * SEGMENT_ACCEL_TOLERANCE))
+        elif order == 5:  # quintic: the acceleration is a cubic, sampled at 9 points of each segment
+            peak = np.zeros_like(dq)
+            c2 = 0.5 * a[:-1]
+            c3, c4, c5 = _quintic(dq, v[:-1], v[1:], a[:-1], a[1:], T)
+            for f in np.linspace(0.0, 1.0, 9):
+                x = f * T
+                acc = 2.0 * c2 + x * (6.0 * c3 + x * (12.0 * c4 + x * 20.0 * c5))
+                np.maximum(peak, np.abs(acc), out=peak)
+            checks.append(("segment acceleration", peak, amax * SEGMENT_ACCEL_TOLERANCE))
+    for what, x, lim in checks:
+        bad = x > lim
+        if bad.any():
+            r, j = np.argwhere(bad)[0]
+            return what, int(r), int(j), float(x[r, j]), float(lim[j])
+    return None
