@@ -56,7 +56,7 @@ def peak_speed(L, target, joint, seconds=4.0):
     return peak
 
 
-@pytest.mark.parametrize("ratio", [0.3, 0.9])
+@pytest.mark.parametrize("ratio", [0.05, 0.3, 0.9])
 def test_speed_ratio_sets_peak_speed(ratio):
     L = OfflineLoop()
     L.step()
@@ -64,6 +64,13 @@ def test_speed_ratio_sets_peak_speed(ratio):
     target = L.arm_q + np.array([1.2, 0, 0, 0, 0, 0, 0])
     vmax = L.cfg.limits.velocity[0]
     assert peak_speed(L, target, 0) == pytest.approx(ratio * vmax, rel=0.06)  # reaches the ratio, not more
+
+
+def test_speed_ratio_zero_barely_moves(loop):
+    loop.set(speed_ratio=0.0)
+    q0 = loop.arm_q
+    assert peak_speed(loop, q0 + np.array([1.2, 0, 0, 0, 0, 0, 0]), 0, seconds=1.0) < 0.01
+    assert abs(loop.arm_q[0] - q0[0]) < 0.005
 
 
 def test_speed_ratio_scales_motion_time(loop):

@@ -34,7 +34,11 @@ class PositionInterpolator:
         self.set_ratio(0.3)
 
     def set_ratio(self, ratio: float) -> None:
-        ratio = min(max(float(ratio), MIN_RATIO), 1.0)
+        """Clipped to [MIN_RATIO, 1]; a non-finite ratio is ignored (the last one stays)."""
+        ratio = float(ratio)
+        if not np.isfinite(ratio):
+            return
+        ratio = min(max(ratio, MIN_RATIO), 1.0)
         if ratio == self.ratio:
             return
         self.ratio = ratio
@@ -93,7 +97,3 @@ class PositionInterpolator:
             self.v[:] = 0.0
             self.a[:] = 0.0
         return True
-
-    @property
-    def settled(self) -> bool:
-        return self._settled and not self._dirty

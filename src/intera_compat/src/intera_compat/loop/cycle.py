@@ -106,6 +106,7 @@ class LoopCycle:
         self._out = np.zeros(4)
         self.suppress_time = [-1e9] * len(SUPPRESS_KEYS)
         self.suppress_timeout = float(c.get("suppress_timeout", 0.2))
+        self.default_timeout = float(c.get("command_timeout", 0.2))  # if the control record holds a NaN
         self.last_command = 0.0
         self.now = 0.0
         self.initialised = False
@@ -250,7 +251,8 @@ class LoopCycle:
         self._intake(now)
         active = self.robot_active
         arb = self.arbiter
-        timeout = min(max(self.ch.control.local.command_timeout[0], TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+        timeout = self.ch.control.local.command_timeout[0]
+        timeout = min(max(timeout, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1]) if timeout == timeout else self.default_timeout
         if active and arb.active.streaming and now - self.last_command > timeout:
             arb.select(self.hold, sp, hw, now)
             self.counts["timeouts"] += 1

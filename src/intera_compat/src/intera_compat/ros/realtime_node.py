@@ -79,6 +79,7 @@ class RealtimeLoopNode:
         self.trajectories = TrajectoryClient(ch, cfg)
         self._faults_seen = 0
         self.commands_received = 0
+        self._count_lock = threading.Lock()
         self._homing_div = 0
         start_enabled = bool(rospy.get_param("~start_enabled", cfg.sim.get("start_enabled", True)))
         rospy.set_param("/robot/armnav_robot_description", self.rm.avoidance_urdf)
@@ -175,14 +176,15 @@ class RealtimeLoopNode:
         rospy.loginfo(f"/robot/joint_states now at {hz:.0f} Hz")
 
     def _on_command(self, msg: JointCommand) -> None:
-        self.commands_received += 1
+        with self._count_lock:  # one callback thread per publisher connection
+            self.commands_received += 1
         v = self.validator.check(msg.mode, msg.names, {"position": msg.position, "velocity": msg.velocity,
                                                        "acceleration": msg.acceleration, "effort": msg.effort})
         if not v.ok:
-            rospy.logerr_throttle(1.0, f"JointCommand rejected: {v.error}; holding last command")
+            rospy.logerr_throttle_identical(1.0, f"JointCommand rejected: {v.error}; holding last command")
             return
         if v.warnings:
-            rospy.logwarn_throttle(1.0, "JointCommand: " + "; ".join(v.warnings))
+            rospy.logwarn_throttle_identical(1.0, "JointCommand: " + "; ".join(v.warnings))
         if not self.channel.post_command(v.mode, v.mask, v.arrays):
             rospy.logerr_throttle(1.0, "realtime loop command ring full: JointCommand dropped")
 
@@ -340,6 +342,7 @@ class RealtimeLoopNode:
             "faults_total": st.faults[0], "limit_interventions": st.limit_interventions[0],
             "following_error_interventions": st.following_interventions[0],
             "torque_guard_interventions": st.torque_guard_interventions[0],
+            "loop_results_dropped_ring_full": sx.ring_full[0], "state_reads_given_up": self.channel.state.failed_reads,
         }
         status.values = [KeyValue(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in vals.items()]
         arr = DiagnosticArray(status=[status])
