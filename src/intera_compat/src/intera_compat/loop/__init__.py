@@ -1,11 +1,13 @@
 """The realtime loop: one cycle as a pipeline, its scheduler, and the channel to the ROS side.
 
-    backend.read → intake (control record; ring: JointCommands, events, trajectories)
+    backend.read → SafetyChain.on_state (a non-finite reading is repaired, the robot faults)
+      → intake (control record; ring: JointCommands, events, trajectories)
       → robot state (enable / stop / reset / E-stop, faults)
       → Arbiter: brakes | override slots (zero-G, interaction) | the requested setpoint source
         (``sources``: hold, POSITION, VELOCITY, TORQUE, TRAJECTORY stream, whole trajectory;
         the head keeps its own hold)
-      → SafetyChain.on_setpoint (``safety``: finite_guard, following_error, joint_limits, …)
+      → SafetyChain.on_setpoint (``safety``: finite_guard, following_error, joint_limits
+        (range, velocity, acceleration: jumps are shaped into ramps), …)
       → control law picked by the BackendAdapter (``control``: inverse dynamics + PID on torque
         arms, direct setpoints on position / velocity arms)
       → SafetyChain.on_output (finite_guard, torque_guard) → backend.write

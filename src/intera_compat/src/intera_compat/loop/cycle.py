@@ -1,6 +1,6 @@
 """One cycle of the robot, as a pipeline — the same function in the realtime process and in tests.
 
-    read backend → intake (control record, ring: commands, events, trajectories)
+    read backend → safety chain on the state → intake (control record, ring: commands, events, trajectories)
     → robot state → arbiter (brakes | override slots | hold | POSITION | VELOCITY | TORQUE |
       TRAJECTORY stream | whole trajectory; head hold) → safety chain on the setpoint
     → control law (chosen by the backend adapter) → safety chain on the command
