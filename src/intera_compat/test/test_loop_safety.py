@@ -308,9 +308,34 @@ def test_a_stream_that_starts_at_full_speed_is_ramped(loop):
         tau = loop.cycle.now - t0[0]
         loop.send(TRAJECTORY_MODE, ARM, position=q0 + v * tau, velocity=v, acceleration=np.zeros(7))
 
-    acc, effort = reference_accel(loop, 0.3, stream)
+    acc, effort = reference_accel(loop, 1.5, stream)
     assert acc[0] <= lim.accel[0] * 1.15
     assert effort < 0.8
+    s = loop.state.local
+    assert s.error[0] == 0.0  # the shaping lag is no following error
+    tau = loop.cycle.now - t0[0] - 0.01
+    assert abs(s.position[0] - (q0[0] + v[0] * tau)) < 0.05  # caught up with the stream
+
+
+def test_leaving_torque_mode_while_moving_stops_where_the_arm_is(loop):
+    """Hand-guided (zero torque) at 0.3 rad/s, then POSITION to the current angles (exit_control_mode)."""
+    lim = loop.cfg.limits
+    q = loop.cfg.full_pose("neutral").copy()
+    v = np.zeros(8)
+    v[0] = 0.3
+    loop.backend.set_state(q, v)
+    for _ in range(5):
+        loop.send(TORQUE_MODE, ARM, effort=[0.0] * 7)
+        loop.step()
+    here = loop.arm_q
+    loop.send(POSITION_MODE, ARM, position=here)
+    peak, travel = 0.0, 0.0
+    for _ in range(150):
+        loop.run(0.01)
+        peak = max(peak, abs(loop.state.local.velocity[0]))
+        travel = max(travel, abs(loop.arm_q[0] - here[0]))
+    assert peak < 0.3 * lim.velocity[0] * 1.15  # never faster than the speed ratio allows
+    assert travel < 0.05 and abs(loop.arm_q[0] - here[0]) < 0.002
 
 
 def test_switching_from_a_moving_position_command_to_velocity_zero_decelerates(loop):

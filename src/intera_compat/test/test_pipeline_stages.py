@@ -36,15 +36,24 @@ def setpoint(q=0.0, v=0.0, a=0.0):
     return sp
 
 
+def through(plugin, hw, sp):
+    """One plugin as the chain runs it: the source's reference recorded, then on_setpoint, commit."""
+    np.copyto(sp.source_q, sp.q)
+    code = plugin.on_setpoint(hw, sp)
+    if not code:
+        plugin.commit(sp)
+    return code
+
+
 def test_joint_limits_shape_jumps_into_accelerations_and_pass_smooth_references():
     dt = 0.001
     jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
     hw = state()
     sp = setpoint(0.0)
     jl.reset(hw, sp)
-    assert jl.on_setpoint(hw, sp) == 0 and jl.interventions == 0
+    assert through(jl, hw, sp) == 0 and jl.interventions == 0
     sp = setpoint([0.5, 3.0, 0.0], v=[5.0, 0.0, -5.0], a=[0.0, 100.0, 0.0])
-    jl.on_setpoint(hw, sp)
+    through(jl, hw, sp)
     dstep = 10.0 * dt * dt * 1.05
     assert sp.q == pytest.approx([dstep, dstep, -dstep])  # a jump becomes the first step of a ramp
     assert sp.v == pytest.approx([dstep / dt, dstep / dt, -dstep / dt])  # the shaped reference's own velocity
@@ -56,7 +65,7 @@ def test_joint_limits_shape_jumps_into_accelerations_and_pass_smooth_references(
     for k in range(1, 200):
         t = k * dt
         sp = setpoint(-0.5 + 4.0 * t * t, v=8.0 * t, a=8.0)
-        jl.on_setpoint(hw, sp)
+        through(jl, hw, sp)
         assert sp.q[0] == pytest.approx(-0.5 + 4.0 * t * t, abs=1e-12)
     assert jl.interventions == 0
 
@@ -70,7 +79,7 @@ def test_joint_limits_bring_a_jump_to_the_limit_in_without_overshoot():
     qs = []
     for _ in range(1500):  # the source jumps onto the upper limit and stays there (never rebased)
         sp = setpoint(1.0)
-        jl.on_setpoint(hw, sp)
+        through(jl, hw, sp)
         qs.append(sp.q[0])
     acc = np.abs(np.diff(qs, 2)) / dt ** 2
     assert max(qs) <= 1.0 and qs[-1] == pytest.approx(1.0, abs=1e-9)
@@ -84,13 +93,13 @@ def test_following_error_bounds_every_reference_and_faults_only_moving_ones():
     sp = setpoint([0.2, 0.2, 0.2], v=1.0)
     sp.fixed[1] = True  # a hold: bounded too
     sp.torque_only[2] = True  # torque-driven: left to the torque guard
-    assert fe.on_setpoint(hw, sp) == 0
+    assert through(fe, hw, sp) == 0
     assert sp.q == pytest.approx([0.05, 0.05, 0.2]) and sp.v[0] == 0.0 and sp.v[2] == 1.0
     sp = setpoint([0.0, 0.6, 0.0])
     sp.fixed[1] = True
-    assert fe.on_setpoint(hw, sp) == 0 and sp.q[1] == pytest.approx(0.05)  # a pushed hold is no fault
+    assert through(fe, hw, sp) == 0 and sp.q[1] == pytest.approx(0.05)  # a pushed hold is no fault
     sp = setpoint([0.0, 0.6, 0.0])
-    assert fe.on_setpoint(hw, sp) == faults.FAULT_FOLLOWING_ERROR and fe.fault_joint == 1
+    assert through(fe, hw, sp) == faults.FAULT_FOLLOWING_ERROR and fe.fault_joint == 1
 
 
 def test_torque_guard_soft_limit_speed_cap_and_effort_clamp():

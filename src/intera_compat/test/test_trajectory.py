@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from intera_compat.loop.layouts import MSG_ENABLE, MSG_TRAJ_EXECUTE as T_EXECUTE, POSITION_MODE
+from intera_compat.loop.layouts import MSG_ENABLE, MSG_TRAJ_EXECUTE as T_EXECUTE, MSG_TRAJ_SCALING as T_SCALING, POSITION_MODE
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.sources import trajectory as T
 from intera_compat.trajectory.client import TrajectoryError
@@ -181,3 +181,26 @@ def test_loop_rejects_a_first_point_it_cannot_reach_in_time(loop):
     assert res.status == T.REJECTED and res.reason == T.R_LIMITS and res.joint == "right_j3"
     loop.run(0.2)
     assert np.abs(loop.q - q0).max() < 1e-3
+
+
+def test_linear_trajectory_ends_on_its_last_point_and_never_exceeds_vmax(loop):
+    q0 = loop.arm_q
+    goal = q0 + np.array([0, 0.8, 0, 0, 0, 0, 0])
+    tid = loop.trajectories.execute([1.0], [goal])  # positions only: linear, a velocity step at each end
+    peak = 0.0
+    for _ in range(200):
+        loop.run(0.01)
+        peak = max(peak, abs(loop.state.local.cmd_velocity[1]))
+    assert loop.trajectories.results[tid].status == T.SUCCEEDED
+    assert np.abs(loop.arm_q - goal).max() < 0.002
+    assert peak <= loop.cfg.limits.velocity[1] * 1.05 + 1e-9
+
+
+def test_a_non_finite_scaling_is_ignored_by_the_loop(loop):
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([0, 0, 0, 0.3, 0, 0, 0]), 1.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.channel.post(T_SCALING, np.array([np.nan]))  # past the client's own check
+    assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
+    with pytest.raises(TrajectoryError, match="scaling is nan"):
+        loop.trajectories.set_scaling(float("nan"))

@@ -43,6 +43,7 @@ class PositionInterpolator:
             return
         self.ratio = ratio
         acc = self.amax * max(ratio, self.accel_floor)
+        self.acc = acc
         self.inp.max_velocity = (self.vmax * ratio).tolist()
         self.inp.max_acceleration = acc.tolist()
         self.inp.max_jerk = (acc * self.jerk_factor).tolist()
@@ -50,10 +51,13 @@ class PositionInterpolator:
 
     def reset(self, q: np.ndarray, v: np.ndarray | None = None, a: np.ndarray | None = None,
               keep_target: bool = False) -> None:
-        """Restart from state (q, v, a); the target becomes ``q`` unless ``keep_target``."""
+        """Restart from state (q, v, a); the target becomes ``q`` unless ``keep_target``.
+
+        The acceleration is clipped to the speed ratio's limit: ruckig would otherwise spend its
+        jerk budget unwinding an acceleration it may not use, and overshoot."""
         self.q[:] = q
         self.v[:] = 0.0 if v is None else np.clip(v, -self.vmax, self.vmax)
-        self.a[:] = 0.0 if a is None else np.clip(a, -self.amax, self.amax)
+        self.a[:] = 0.0 if a is None else np.clip(a, -self.acc, self.acc)
         if not keep_target:
             self.target[:] = q
         self._dirty = True

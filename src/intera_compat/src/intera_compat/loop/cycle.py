@@ -49,11 +49,12 @@ def build_safety_chain(cfg: RobotConfig, dt: float) -> SafetyChain:
     fe = c.get("following_error", {})
     factories = {
         "finite_guard": lambda: FiniteGuard(n),
-        "following_error": lambda: FollowingError(n, fe.get("window", 0.1), fe.get("fault_window", 0.5)),
+        "following_error": lambda: FollowingError(n, fe.get("window", 0.1), fe.get("fault_window", 0.5),
+                                                  lim.velocity, lim.accel),
         "joint_limits": lambda: JointLimits(lim.lower, lim.upper, lim.velocity, lim.accel, dt),
         "torque_guard": lambda: TorqueGuard(lim.lower, lim.upper, lim.velocity, lim.effort),
     }
-    names = c.get("safety_chain", ["finite_guard", "following_error", "joint_limits", "torque_guard"])
+    names = c.get("safety_chain", ["finite_guard", "joint_limits", "following_error", "torque_guard"])
     unknown = [x for x in names if x not in factories]
     if unknown:
         raise ValueError(f"control.safety_chain: unknown plugins {unknown} (known: {sorted(factories)})")
@@ -85,7 +86,7 @@ class LoopCycle:
         head = HoldSource(slice(na, n), lo, hi, vmax, amax, dt) if n > na else None
         self.position = PositionSource(arm, lo, hi, vmax, amax, dt)
         self.velocity = VelocitySource(arm, lo, hi, vmax, amax, dt)
-        self.torque = TorqueSource(arm, lim.effort)
+        self.torque = TorqueSource(arm, lim.effort, HoldSource(arm, lo, hi, vmax, amax, dt))
         self.stream = StreamSource(arm)
         c = cfg.control
         self.trajectory = TrajectorySource(arm, vmax, amax, dt, int(c.get("max_trajectory_knots", 10000)),
@@ -102,7 +103,6 @@ class LoopCycle:
         self._c_mask, self._c_pos = m[1:1 + n], m[1 + n:1 + 2 * n]
         self._c_vel, self._c_acc, self._c_eff = m[1 + 2 * n:1 + 3 * n], m[1 + 3 * n:1 + 4 * n], m[1 + 4 * n:1 + 5 * n]
         self._mask = np.zeros(n, dtype=bool)
-        self._raw_q = np.zeros(n)
         self._out = np.zeros(4)
         self.suppress_time = [-1e9] * len(SUPPRESS_KEYS)
         self.suppress_timeout = float(c.get("suppress_timeout", 0.2))
@@ -248,6 +248,7 @@ class LoopCycle:
             self.brake.activate(sp, hw, now)
             self.chain.reset(hw, sp)
             self.initialised = True
+        before = self.arbiter.active
         self._intake(now)
         active = self.robot_active
         arb = self.arbiter
@@ -256,21 +257,19 @@ class LoopCycle:
         if active and arb.active.streaming and now - self.last_command > timeout:
             arb.select(self.hold, sp, hw, now)
             self.counts["timeouts"] += 1
-        braked = arb.active is self.brake
         code = arb.update(now, hw, sp, active)
-        if braked != (arb.active is self.brake):
-            chain.reset(hw, sp)  # brakes start from (and leave) the measured position
+        if arb.active is not before and (self.brake in (before, arb.active) or before is self.torque):
+            chain.reset(hw, sp)  # brakes and torque-driven joints hand over the measured state, not a reference
         sp.gravity = not self.suppressed(SUPPRESS_GRAVITY)
         joint = -1
         if code:
             self._hold_measured()
         else:
-            self._raw_q[:] = sp.q
             code = chain.on_setpoint(hw, sp)
             joint = chain.fault_joint
             if code:
                 self._hold_measured()
-            elif np.count_nonzero(np.not_equal(self._raw_q, sp.q, out=self._changed)):  # the chain held the reference back
+            elif np.count_nonzero(np.not_equal(sp.source_q, sp.q, out=self._changed)):  # the chain held the reference back
                 arb.active.rebase(sp)
                 if sp.any_windowed:
                     self.law.reset()  # no integral wind-up against an obstacle either

@@ -9,6 +9,8 @@ its name in the config's ``safety_chain`` list.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..hardware.base import HardwareCommand, HardwareState
 from ..sources.base import Setpoint
 
@@ -32,6 +34,9 @@ class SafetyPlugin:
         """Check / reshape the command in place after the law; 0 or a fault code."""
         return 0
 
+    def commit(self, sp: Setpoint) -> None:
+        """The setpoint as the whole chain left it (every plugin passed): remember what you need."""
+
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
         """The robot (re)starts from ``sp`` (enable, source switch after a fault)."""
 
@@ -42,6 +47,7 @@ class SafetyChain:
         self.fault_code = 0
         self.fault_joint = -1
         self._state = [p for p in self.plugins if type(p).on_state is not SafetyPlugin.on_state]
+        self._commit = [p for p in self.plugins if type(p).commit is not SafetyPlugin.commit]
 
     def _result(self, p: SafetyPlugin, code: int) -> int:
         self.fault_code, self.fault_joint = code, p.fault_joint
@@ -55,10 +61,13 @@ class SafetyChain:
         return 0
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
+        np.copyto(sp.source_q, sp.q)
         for p in self.plugins:
             code = p.on_setpoint(hw, sp)
             if code:
                 return self._result(p, code)
+        for p in self._commit:
+            p.commit(sp)
         return 0
 
     def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:

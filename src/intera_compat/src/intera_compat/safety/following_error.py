@@ -1,14 +1,16 @@
 """Following error: the reference may not run away from the measured position.
 
-For every joint tracking a reference (not torque-driven) the setpoint is kept within ``window``
-(rad) of the measured angle, and its velocity / acceleration feed-forward are dropped while it
-is held there; the loop then rebases the source so an integrated reference (POSITION,
-VELOCITY) cannot wind up against an obstacle and snap at full torque when released. Holds
-(``fixed``: hold, brakes) are bounded the same way, so an arm pushed away returns at the pace
-the window allows (``kp·window/kd``, under 1 rad/s with Sawyer's gains), never springs back
-from far away; they never fault. A moving reference more than ``fault_window`` away from the
-arm is a fault: the arm does not follow what it is told (a streamed or whole trajectory that
-is not rebased).
+Runs after ``joint_limits``, on the reference the arm is actually given. For every joint
+tracking a reference (not torque-driven) the setpoint is kept within ``window`` (rad) of the
+measured angle, and its velocity / acceleration feed-forward are dropped while it is held there;
+the loop then rebases the source so an integrated reference (POSITION, VELOCITY) cannot wind up
+against an obstacle and snap at full torque when released. Holds (``fixed``: hold, brakes) are
+bounded the same way, so an arm pushed away returns at the pace the window allows
+(``kp·window/kd``, under 1 rad/s with Sawyer's gains), never springs back from far away; they
+never fault. A moving source's own reference (``source_q``: a stream, a whole trajectory)
+farther from the arm than ``fault_window`` plus the lag ``joint_limits`` may legitimately add
+(``v_max²/2a_max``: the distance to reach full speed) is a fault: the arm does not follow what
+it is told.
 """
 from __future__ import annotations
 
@@ -23,11 +25,13 @@ from .faults import FAULT_FOLLOWING_ERROR
 class FollowingError(SafetyPlugin):
     name = "following_error"
 
-    def __init__(self, n: int, window: float = 0.1, fault_window: float = 0.5):
+    def __init__(self, n: int, window: float = 0.1, fault_window: float = 0.5, vmax=None, amax=None):
         super().__init__()
         if not 0.0 < window < fault_window:
             raise ValueError("following error: need 0 < window < fault_window")
         self.window, self.fault_window = float(window), float(fault_window)
+        lag = 0.0 if vmax is None else np.asarray(vmax, float) ** 2 / (2.0 * np.asarray(amax, float))
+        self.fault_limit = self.fault_window + lag + np.zeros(n)
         self.err = np.zeros(n)
         self._abs = np.zeros(n)
         self._moving = np.zeros(n)
@@ -41,15 +45,20 @@ class FollowingError(SafetyPlugin):
         j = int(ae.argmax())
         self.max_error = float(ae[j])
         sp.any_windowed = False
-        if self.max_error <= self.window:
-            return 0
-        f = self._moving
-        np.copyto(f, ae)
-        np.copyto(f, 0.0, where=sp.fixed)  # holds are clamped, never a fault
+        if self.max_error <= self.window and not sp.shaped:
+            return 0  # (unshaped: the source's reference is the one checked)
+        f = self._moving  # the source's own reference against the arm, holds excepted
+        np.subtract(sp.source_q, hw.position, out=f)
+        np.abs(f, out=f)
+        f -= self.fault_limit
+        np.copyto(f, -1.0, where=sp.fixed)
+        np.copyto(f, -1.0, where=sp.torque_only)
         j = int(f.argmax())
-        if f[j] > self.fault_window:
+        if f[j] > 0.0:
             self.fault_joint = j
             return FAULT_FOLLOWING_ERROR
+        if self.max_error <= self.window:
+            return 0
         out = sp.windowed
         np.greater(ae, self.window, out=out)
         sp.any_windowed = True

@@ -6,11 +6,11 @@ at most ``v_max·dt`` (velocity), and it slows down toward a position limit earl
 on it. Sources whose output already respects the limits (ruckig, validated trajectories, a
 ramped velocity) pass untouched: the check tolerates ``tolerance`` rad of discontinuity per
 cycle (the seams of a streamed trajectory). Anything else — a velocity step, a mode switch onto
-a moving stream, a jump — is shaped into the fastest motion the limits allow, with the
-feed-forward velocity and acceleration of the shaped reference; the loop then rebases the
-source on it. The brakes and a fault restart the reference from the measured position
-(``reset``). A reference the following-error window pulled back toward the arm moves with
-the arm and is left alone.
+a moving stream, a jump — is shaped into the fastest motion the limits allow (a hold returns
+at most at ``hold_speed × v_max``), with the feed-forward velocity and acceleration of the
+shaped reference; the loop then rebases the source on it. The brakes and a fault restart the reference from the measured position
+(``reset``). The following-error window runs after this plugin and has the last word; the
+next cycle starts from the reference as the whole chain left it (``commit``).
 """
 from __future__ import annotations
 
@@ -24,13 +24,16 @@ from .base import SafetyPlugin
 class JointLimits(SafetyPlugin):
     name = "joint_limits"
 
-    def __init__(self, lower, upper, vmax, amax, dt: float, margin: float = 1.05, tolerance: float = 2e-5):
+    def __init__(self, lower, upper, vmax, amax, dt: float, margin: float = 1.05, tolerance: float = 2e-5,
+                 hold_speed: float = 0.3):
         super().__init__()
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
         self.vmax, self.amax = np.asarray(vmax, float), np.asarray(amax, float)
         self.dt = dt
         self.step = self.vmax * dt * margin  # largest step per cycle (velocity)
         self._nstep = -self.step
+        self.hold_step = self.vmax * dt * hold_speed  # a hold returning to its target: at most this fast
+        self._nhold_step = -self.hold_step
         self.dstep = self.amax * dt * dt * margin  # largest change of the step per cycle (acceleration)
         self._thr = self.dstep + tolerance
         n = len(self.lower)
@@ -39,9 +42,11 @@ class JointLimits(SafetyPlugin):
         self._hi3 = np.stack([self.upper, self.vmax, self.amax])
         self._x3 = np.zeros((3, n))
         self._b3 = np.zeros((3, n), dtype=bool)
-        self._x2 = np.zeros((2, n))  # step change of the reference, of its feed-forward
-        self._x0, self._x1 = self._x2
-        self._b2 = np.zeros((2, n), dtype=bool)
+        # the step, its change, the feed-forward's change: against v_max·dt, a_max·dt² (+ seam tolerance)
+        self._x3c = np.zeros((3, n))
+        self._xd, self._xdd, self._xv = self._x3c
+        self._thr3 = np.stack([self.step, self._thr, self._thr])
+        self._b3c = np.zeros((3, n), dtype=bool)
         self.prev = np.zeros(n)  # last cycle's reference
         self.pd = np.zeros(n)  # its last step (rad per cycle)
         self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
@@ -57,30 +62,34 @@ class JointLimits(SafetyPlugin):
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         q = sp.q
-        changed = False
-        if self._primed:
-            x = self._x2  # (torque-driven joints may be flagged too: _shape leaves them alone)
-            np.subtract(q, self.prev, out=self._x0)
-            np.multiply(sp.v, self.dt, out=self._x1)
-            x -= self.pd
+        changed = sp.shaped = False
+        if self._primed:  # (torque-driven joints may be flagged too: _shape leaves them alone)
+            x = self._x3c
+            np.subtract(q, self.prev, out=self._xd)  # the step
+            np.subtract(self._xd, self.pd, out=self._xdd)  # its change (acceleration)
+            np.multiply(sp.v, self.dt, out=self._xv)
+            self._xv -= self.pd  # the feed-forward's change
             np.abs(x, out=x)
-            if np.count_nonzero(np.greater(x, self._thr, out=self._b2)):
-                self._shape(hw, sp)
-                changed = True
+            if np.count_nonzero(np.greater(x, self._thr3, out=self._b3c)):
+                self._shape(sp)
+                changed = sp.shaped = True
         # position range, velocity and acceleration (count_nonzero: ~7x cheaper than .any() on a few bools)
         qva, x = sp.block[:3], self._x3
         clamp(qva, self._lo3, self._hi3, x)
         if np.count_nonzero(np.not_equal(x, qva, out=self._b3)):
             qva[:] = x
             changed = True
-        if self._primed:
-            np.subtract(q, self.prev, out=self.pd)
-        self.prev[:] = q
-        self._primed = True
         self.interventions += changed
         return 0
 
-    def _shape(self, hw: HardwareState, sp: Setpoint) -> None:
+    def commit(self, sp: Setpoint) -> None:
+        """The final reference (after the following-error window too) is where the next cycle starts."""
+        if self._primed:
+            np.subtract(sp.q, self.prev, out=self.pd)
+        self.prev[:] = sp.q
+        self._primed = True
+
+    def _shape(self, sp: Setpoint) -> None:
         """Move the reference toward the source's as fast as the limits allow this cycle.
 
         Per flagged joint, the step ``d`` (rad per cycle) lies within the last step ± the
@@ -95,6 +104,14 @@ class JointLimits(SafetyPlugin):
         np.maximum(lo, self._nstep, out=lo)
         np.add(self.pd, self.dstep, out=hi)
         np.minimum(hi, self.step, out=hi)
+        # a hold (pushed away, brakes) returns no faster than hold_speed × v_max (no faster than
+        # it already moves, if that is more)
+        np.maximum(self.pd, self.hold_step, out=t)
+        np.minimum(hi, t, out=t)
+        np.copyto(hi, t, where=sp.fixed)
+        np.minimum(self.pd, self._nhold_step, out=t)
+        np.maximum(lo, t, out=t)
+        np.copyto(lo, t, where=sp.fixed)
         # converge on the source: the gap left after keeping its pace, c = e − v_src·dt, closes by
         # at most min(|c|, √(2·Δs·|c|)) per cycle (clipped into the reachable range)
         np.subtract(sp.q, prev, out=d)  # e: the step the source asks for
@@ -123,18 +140,8 @@ class JointLimits(SafetyPlugin):
         np.maximum(lo, t, out=lo)
         np.minimum(lo, hi, out=lo)  # moving too fast to stop in time: the position limit wins
         clamp(d, lo, hi, d)
-        m = np.logical_or(self._b2[0], self._b2[1], out=self._m)  # the joints the check flagged
+        m = np.logical_or.reduce(self._b3c, axis=0, out=self._m)  # the joints the check flagged
         m &= np.logical_not(sp.torque_only, out=self._free)
-        if sp.any_windowed:
-            # pinned to the measured angle and pulled back toward the arm: it moves with the arm
-            # and pushes less than before, nothing to shape (shaping would give it the arm's speed)
-            np.subtract(sp.q, hw.position, out=t)
-            np.abs(t, out=t)
-            np.subtract(prev, hw.position, out=u)
-            np.abs(u, out=u)
-            back = np.less_equal(t, u, out=self._free)
-            back &= sp.windowed
-            m &= np.logical_not(back, out=back)
         np.add(prev, d, out=t)
         np.copyto(sp.q, t, where=m)
         # feed-forward of the shaped reference: its own velocity and acceleration

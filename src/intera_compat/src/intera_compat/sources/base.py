@@ -35,8 +35,10 @@ class Setpoint:
     compensation and no position feedback (TORQUE_MODE). ``gravity`` False removes gravity
     compensation from the output (``suppress_gravity_compensation``). ``fixed`` marks joints
     holding a fixed target (hold, brakes): the following-error window bounds their pull back
-    but never faults them. ``windowed`` (valid while ``any_windowed``) marks the joints the
-    following-error window pinned to the measured angle this cycle.
+    but never faults them. The safety chain fills the rest: ``source_q`` is the source's own
+    reference (before the chain shaped it), ``shaped`` tells whether ``joint_limits`` moved it
+    this cycle, ``any_windowed`` whether the following-error window pinned some joint
+    (``windowed``) to the measured angle.
     """
 
     q: np.ndarray
@@ -46,6 +48,8 @@ class Setpoint:
     torque_only: np.ndarray  # bool
     fixed: np.ndarray  # bool: a held target (windowed, never a following-error fault)
     gravity: bool = True
+    source_q: np.ndarray | None = None
+    shaped: bool = False
     windowed: np.ndarray | None = None  # bool: held to the measured angle ± window this cycle
     any_windowed: bool = False
 
@@ -53,7 +57,7 @@ class Setpoint:
     def zeros(cls, n: int) -> "Setpoint":
         block = np.zeros((4, n))  # q, v, a, tau contiguous: one reduction checks them all
         sp = cls(block[0], block[1], block[2], block[3], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
-                 windowed=np.zeros(n, dtype=bool))
+                 source_q=np.zeros(n), windowed=np.zeros(n, dtype=bool))
         sp.block = block
         return sp
 

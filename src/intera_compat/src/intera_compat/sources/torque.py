@@ -1,7 +1,8 @@
 """TORQUE_MODE: commanded joint torques added to gravity compensation (no position feedback).
 
 Only the joints a TORQUE command has named since the source took over are torque-driven; the
-others keep holding the setpoint they had (joints a command does not name keep their targets),
+others keep holding where they were (joints a command does not name keep their targets; after a
+smooth stop if they were moving),
 and the head keeps its own hold. Position and velocity limits of the torque-driven joints are
 kept by the safety chain's torque-mode guard (soft-limit spring/damper).
 """
@@ -11,19 +12,20 @@ import numpy as np
 
 from ..hardware.base import Capability, HardwareState
 from .base import Setpoint, SetpointSource
+from .hold import HoldSource
 
 
 class TorqueSource(SetpointSource):
     streaming = True
     requires = Capability.TORQUE
 
-    def __init__(self, idx: slice, emax):
+    def __init__(self, idx: slice, emax, hold: HoldSource):
         super().__init__(idx)
         self.emax = emax[idx]
         m = len(self.emax)
         self.tau = np.zeros(m)
         self.named = np.zeros(m, dtype=bool)  # torque-driven joints
-        self.q_hold = np.zeros(m)  # where the others stay
+        self.hold = hold  # the others: a hold on the same joints (a smooth stop if they were moving)
 
     def accept(self, mask: np.ndarray, effort: np.ndarray) -> None:
         i = self.idx
@@ -32,18 +34,20 @@ class TorqueSource(SetpointSource):
         self.named |= mask[i]
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
-        i = self.idx
         self.tau[:] = 0.0
         self.named[:] = False
-        np.copyto(self.q_hold, sp.q[i])
-        np.copyto(self.q_hold, hw.position[i], where=sp.torque_only[i])
+        self.hold.activate(sp, hw, now)
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i, named = self.idx, self.named
-        sp.track(i, self.q_hold, 0.0, 0.0, fixed=True)
+        self.hold.update(now, hw, sp)
         np.copyto(sp.q[i], hw.position[i], where=named)
         np.copyto(sp.v[i], hw.velocity[i], where=named)
+        np.copyto(sp.a[i], 0.0, where=named)
         np.copyto(sp.tau[i], self.tau, where=named)
         np.copyto(sp.torque_only[i], named)
         np.copyto(sp.fixed[i], False, where=named)
         return 0
+
+    def rebase(self, sp: Setpoint) -> None:
+        self.hold.rebase(sp)

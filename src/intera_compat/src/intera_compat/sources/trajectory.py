@@ -116,7 +116,8 @@ class TrajectorySource(SetpointSource):
             self.state = TRAJ_STOPPING
 
     def set_scaling(self, s: float) -> None:
-        self.scaling = min(max(s, 0.0), 1.0)
+        if s == s:  # a NaN is ignored
+            self.scaling = min(max(s, 0.0), 1.0)
 
     def deactivate(self, reason: int) -> None:
         """Another source takes the arm (or the robot stops): the running trajectory ends."""
@@ -136,10 +137,21 @@ class TrajectorySource(SetpointSource):
         i = self.idx
         if self.state == TRAJ_RUNNING:
             want, s0 = self.scaling * hw.speed_scaling, self.applied_scaling
-            s = want if self._fresh else min(max(want, s0 - self.ds), s0 + self.ds)
+            self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
+            if self._fresh:
+                s = want
+            elif want != s0:
+                # the change of scaling accelerates along the path by v_path·ds/dt: keep that
+                # within half the acceleration limit (the path's own acceleration has the rest)
+                e = self._err
+                np.abs(self.v, out=e)
+                e /= self.amax
+                ds = min(self.ds, 0.5 * self.dt / max(float(e.max()), 1e-9))
+                s = min(max(want, s0 - ds), s0 + ds)
+            else:
+                s = s0
             self._fresh = False
             self.applied_scaling = s
-            self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
             self.a *= s * s
             if s != s0:
                 self._err[:] = self.v
@@ -171,6 +183,3 @@ class TrajectorySource(SetpointSource):
             self.v[:] = 0.0
             self.a[:] = 0.0
 
-    def rebase(self, sp: Setpoint) -> None:
-        if self.state != TRAJ_RUNNING:  # a running path is not moved: its progress is its time
-            self.q[:] = sp.q[self.idx]

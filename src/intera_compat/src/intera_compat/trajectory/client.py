@@ -140,6 +140,8 @@ class TrajectoryClient:
 
     def set_scaling(self, factor: float) -> None:
         """The sender's time scaling in [0, 1] (0 pauses on the path)."""
+        if not np.isfinite(factor):
+            raise TrajectoryError(f"scaling is {factor}")
         self.ch.post(MSG_TRAJ_SCALING, np.array([min(max(float(factor), 0.0), 1.0)]))
 
     def poll(self) -> None:
