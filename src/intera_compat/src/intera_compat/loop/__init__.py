@@ -6,8 +6,8 @@
       → Arbiter: brakes | override slots (zero-G, interaction) | the requested setpoint source
         (``sources``: hold, POSITION, VELOCITY, TORQUE, TRAJECTORY stream, whole trajectory;
         the head keeps its own hold)
-      → SafetyChain.on_setpoint (``safety``: finite_guard, following_error, joint_limits
-        (range, velocity, acceleration: jumps are shaped into ramps), …)
+      → SafetyChain.on_setpoint (``safety``: finite_guard, joint_limits (range, velocity,
+        acceleration: jumps are shaped into ramps), following_error, …)
       → control law picked by the BackendAdapter (``control``: inverse dynamics + PID on torque
         arms, direct setpoints on position / velocity arms)
       → SafetyChain.on_output (finite_guard, torque_guard) → backend.write

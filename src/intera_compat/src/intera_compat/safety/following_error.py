@@ -35,6 +35,7 @@ class FollowingError(SafetyPlugin):
         self.err = np.zeros(n)
         self._abs = np.zeros(n)
         self._moving = np.zeros(n)
+        self._out = np.zeros(n, dtype=bool)
         self.max_error = 0.0  # of the last cycle, rad (tracked joints)
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
@@ -59,7 +60,7 @@ class FollowingError(SafetyPlugin):
             return FAULT_FOLLOWING_ERROR
         if self.max_error <= self.window:
             return 0
-        out = sp.windowed
+        out = self._out
         np.greater(ae, self.window, out=out)
         sp.any_windowed = True
         np.clip(e, -self.window, self.window, out=e)

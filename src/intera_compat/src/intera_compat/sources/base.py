@@ -37,8 +37,8 @@ class Setpoint:
     holding a fixed target (hold, brakes): the following-error window bounds their pull back
     but never faults them. The safety chain fills the rest: ``source_q`` is the source's own
     reference (before the chain shaped it), ``shaped`` tells whether ``joint_limits`` moved it
-    this cycle, ``any_windowed`` whether the following-error window pinned some joint
-    (``windowed``) to the measured angle.
+    this cycle, ``any_windowed`` whether the following-error window pinned some joint to the
+    measured angle.
     """
 
     q: np.ndarray
@@ -50,14 +50,13 @@ class Setpoint:
     gravity: bool = True
     source_q: np.ndarray | None = None
     shaped: bool = False
-    windowed: np.ndarray | None = None  # bool: held to the measured angle ± window this cycle
     any_windowed: bool = False
 
     @classmethod
     def zeros(cls, n: int) -> "Setpoint":
         block = np.zeros((4, n))  # q, v, a, tau contiguous: one reduction checks them all
         sp = cls(block[0], block[1], block[2], block[3], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
-                 source_q=np.zeros(n), windowed=np.zeros(n, dtype=bool))
+                 source_q=np.zeros(n))
         sp.block = block
         return sp
 
