@@ -45,13 +45,18 @@ def through(plugin, hw, sp):
     return code
 
 
+def primed_limits(q0, dt):
+    """A joint-limits plugin whose reference starts at rest at ``q0``."""
+    jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
+    jl.reset(state(), setpoint(q0))
+    return jl
+
+
 def test_joint_limits_shape_jumps_into_accelerations_and_pass_smooth_references():
     dt = 0.001
-    jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
+    jl = primed_limits(0.0, dt)
     hw = state()
-    sp = setpoint(0.0)
-    jl.reset(hw, sp)
-    assert through(jl, hw, sp) == 0 and jl.interventions == 0
+    assert through(jl, hw, setpoint(0.0)) == 0 and jl.interventions == 0
     sp = setpoint([0.5, 3.0, 0.0], v=[5.0, 0.0, -5.0], a=[0.0, 100.0, 0.0])
     through(jl, hw, sp)
     dstep = 10.0 * dt * dt * 1.05
@@ -59,9 +64,7 @@ def test_joint_limits_shape_jumps_into_accelerations_and_pass_smooth_references(
     assert sp.v == pytest.approx([dstep / dt, dstep / dt, -dstep / dt])  # the shaped reference's own velocity
     assert np.abs(sp.a).max() <= 10.0 + 1e-9 and jl.interventions == 1
     # a smooth reference (constant acceleration within the limit) is left alone
-    jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
-    sp = setpoint(-0.5)
-    jl.reset(hw, sp)
+    jl = primed_limits(-0.5, dt)
     for k in range(1, 200):
         t = k * dt
         sp = setpoint(-0.5 + 4.0 * t * t, v=8.0 * t, a=8.0)
@@ -72,10 +75,8 @@ def test_joint_limits_shape_jumps_into_accelerations_and_pass_smooth_references(
 
 def test_joint_limits_bring_a_jump_to_the_limit_in_without_overshoot():
     dt = 0.001
-    jl = JointLimits(LO, HI, VMAX, AMAX, dt=dt)
+    jl = primed_limits(0.2, dt)
     hw = state()
-    sp = setpoint(0.2)
-    jl.reset(hw, sp)
     qs = []
     for _ in range(1500):  # the source jumps onto the upper limit and stays there (never rebased)
         sp = setpoint(1.0)

@@ -31,19 +31,11 @@ class SimBackend(Backend):
         mujoco.mj_forward(self.m, self.d)
         self._lo = self.m.actuator_ctrlrange[:, 0].copy()
         self._hi = self.m.actuator_ctrlrange[:, 1].copy()
-        # views into MjData, made once (each attribute access builds a new array object); the
-        # joints' entries as slices when they are contiguous (they are for the Sawyer model)
+        self._tmp = np.zeros(len(self.joint_names))
+        # MjData's arrays, fetched once (each attribute access builds a new array object)
         d = self.d
-        self._src = [self._view(d.qpos, self._qadr), self._view(d.qvel, self._dadr),
-                     self._view(d.qfrc_actuator, self._dadr), self._view(d.qfrc_constraint, self._dadr)]
-        self._ctrl = d.ctrl
-
-    @staticmethod
-    def _view(arr: np.ndarray, idx: np.ndarray):
-        n = len(idx)
-        if n and np.array_equal(idx, np.arange(idx[0], idx[0] + n)):
-            return arr[idx[0]:idx[0] + n]
-        return arr, idx  # not contiguous: gathered with take
+        self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
+        self._qfrc_act, self._qfrc_con = d.qfrc_actuator, d.qfrc_constraint
 
     def set_state(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
         """Teleport the plant (tests, resets)."""
@@ -52,16 +44,13 @@ class SimBackend(Backend):
         mujoco.mj_forward(self.m, self.d)
 
     def read(self, state: HardwareState) -> None:
-        q, v, act, con = self._src
-        _get(q, state.position)
-        _get(v, state.velocity)
+        self._qpos.take(self._qadr, out=state.position)
+        self._qvel.take(self._dadr, out=state.velocity)
         # measured joint torque: what the motor delivers net of the constraint forces (dry friction,
         # joint-limit stops) — not the command
-        _get(act, state.effort)
-        if isinstance(con, tuple):
-            state.effort += con[0][con[1]]
-        else:
-            state.effort += con
+        self._qfrc_act.take(self._dadr, out=state.effort)
+        self._qfrc_con.take(self._dadr, out=self._tmp)
+        state.effort += self._tmp
 
     def write(self, command: HardwareCommand) -> None:
         if command.mode != CommandMode.TORQUE:
@@ -70,10 +59,3 @@ class SimBackend(Backend):
         np.maximum(command.effort, self._lo, out=ctrl)
         np.minimum(ctrl, self._hi, out=ctrl)
         mujoco.mj_step(self.m, self.d)
-
-
-def _get(src, out: np.ndarray) -> None:
-    if isinstance(src, tuple):
-        src[0].take(src[1], out=out)
-    else:
-        np.copyto(out, src)

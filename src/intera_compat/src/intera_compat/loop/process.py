@@ -60,7 +60,11 @@ def run(args) -> int:
     dt = cycle.dt
     stats = ch.stats.local
     realtime = args.speedup == 1.0 and not args.sim_time
-    info = setup_realtime() if (realtime and not args.no_rt) else {"cpu": -1, "fifo": False, "message": "realtime scheduling off (" + ("--no-rt" if realtime else "sim time / speedup") + ")"}
+    if realtime and not args.no_rt:
+        info = setup_realtime()
+    else:
+        why = "--no-rt" if realtime else "sim time / speedup"
+        info = {"cpu": -1, "fifo": False, "message": f"realtime scheduling off ({why})"}
     stats.rt_fifo[0] = info["fifo"]
     stats.rt_cpu[0] = info["cpu"]
     stats.realtime[0] = realtime

@@ -5,9 +5,8 @@ tracking a reference (not torque-driven) the setpoint is kept within ``window`` 
 measured angle, and its velocity / acceleration feed-forward are dropped while it is held there;
 the loop then rebases the source so an integrated reference (POSITION, VELOCITY) cannot wind up
 against an obstacle and snap at full torque when released. Holds (``fixed``: hold, brakes) are
-bounded the same way, so an arm pushed away returns at the pace the window allows
-(``kp·window/kd``, under 1 rad/s with Sawyer's gains), never springs back from far away; they
-never fault. A moving source's own reference (``source_q``: a stream, a whole trajectory)
+bounded the same way, so an arm pushed away never springs back from far away (``joint_limits``
+lets a hold return at most at 0.3 v_max); they never fault. A moving source's own reference (``source_q``: a stream, a whole trajectory)
 farther from the arm than ``fault_window`` plus the lag ``joint_limits`` may legitimately add
 (``v_max²/2a_max``: the distance to reach full speed) is a fault: the arm does not follow what
 it is told.

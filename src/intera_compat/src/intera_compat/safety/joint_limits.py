@@ -8,8 +8,8 @@ ramped velocity) pass untouched: the check tolerates ``tolerance`` rad of discon
 cycle (the seams of a streamed trajectory). Anything else — a velocity step, a mode switch onto
 a moving stream, a jump — is shaped into the fastest motion the limits allow (a hold returns
 at most at ``hold_speed × v_max``), with the feed-forward velocity and acceleration of the
-shaped reference; the loop then rebases the source on it. The brakes and a fault restart the reference from the measured position
-(``reset``). The following-error window runs after this plugin and has the last word; the
+shaped reference; the loop then rebases the source on it. The brakes and a fault restart the
+reference from the measured position (``reset``). The following-error window runs after this plugin and has the last word; the
 next cycle starts from the reference as the whole chain left it (``commit``).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware.base import HardwareState
-from ..sources.base import Setpoint, clamp, stopping_step
+from ..sources.base import Setpoint, clamp, limit_steps, stopping_step
 from .base import SafetyPlugin
 
 
@@ -129,15 +129,9 @@ class JointLimits(SafetyPlugin):
         np.minimum(t, hi, out=t)
         np.maximum(lo, t, out=lo)
         # ... and no faster toward a position limit than stops on it
-        np.subtract(self.upper, prev, out=t)
-        np.maximum(t, 0.0, out=t)
-        stopping_step(t, self.dstep, t)
+        limit_steps(prev, self.lower, self.upper, self.dstep, u, t)
         np.minimum(hi, t, out=hi)
-        np.subtract(prev, self.lower, out=t)
-        np.maximum(t, 0.0, out=t)
-        stopping_step(t, self.dstep, t)
-        np.negative(t, out=t)
-        np.maximum(lo, t, out=lo)
+        np.maximum(lo, u, out=lo)
         np.minimum(lo, hi, out=lo)  # moving too fast to stop in time: the position limit wins
         clamp(d, lo, hi, d)
         m = np.logical_or.reduce(self._b3c, axis=0, out=self._m)  # the joints the check flagged

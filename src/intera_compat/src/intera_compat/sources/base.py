@@ -26,6 +26,19 @@ def stopping_step(distance: np.ndarray, dstep: np.ndarray, out: np.ndarray) -> N
     out *= 0.5
 
 
+def limit_steps(pos: np.ndarray, lower: np.ndarray, upper: np.ndarray, dstep: np.ndarray,
+                lo: np.ndarray, hi: np.ndarray) -> None:
+    """The step range (rad per cycle) from ``pos`` that can still stop on the position limits:
+    ``hi`` toward ``upper`` (≥ 0), ``lo`` toward ``lower`` (≤ 0)."""
+    np.subtract(upper, pos, out=hi)
+    np.maximum(hi, 0.0, out=hi)
+    stopping_step(hi, dstep, hi)
+    np.subtract(pos, lower, out=lo)
+    np.maximum(lo, 0.0, out=lo)
+    stopping_step(lo, dstep, lo)
+    np.negative(lo, out=lo)
+
+
 @dataclass
 class Setpoint:
     """What the control law should do this cycle, per joint (config order).

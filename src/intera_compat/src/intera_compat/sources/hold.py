@@ -51,7 +51,7 @@ class HoldSource(SetpointSource):
         """The chain held the setpoint back (following-error window, limits).
 
         Brakes hold where the arm was pushed to (they slip, they do not spring back); a hold
-        keeps its target and returns to it at the pace the window allows; a stop ramp restarts.
+        keeps its target and returns to it at the pace the safety chain allows; a stop ramp restarts.
         """
         i = self.idx
         if self.ramp is None:

@@ -56,6 +56,7 @@ class TrajectorySource(SetpointSource):
         self.mask = np.zeros(m, dtype=bool)
         self.q, self.v, self.a = np.zeros(m), np.zeros(m), np.zeros(m)
         self._err = np.zeros(m)
+        self._tmp = np.zeros(m)
         self.traj_id = 0.0
         self.state = TRAJ_IDLE
         self.time = 0.0
@@ -143,7 +144,7 @@ class TrajectorySource(SetpointSource):
             elif want != s0:
                 # the change of scaling accelerates along the path by v_path·ds/dt: keep that
                 # within half the acceleration limit (the path's own acceleration has the rest)
-                e = self._err
+                e = self._tmp
                 np.abs(self.v, out=e)
                 e /= self.amax
                 ds = min(self.ds, 0.5 * self.dt / max(float(e.max()), 1e-9))
@@ -154,9 +155,8 @@ class TrajectorySource(SetpointSource):
             self.applied_scaling = s
             self.a *= s * s
             if s != s0:
-                self._err[:] = self.v
-                self._err *= (s - s0) / self.dt
-                self.a += self._err
+                np.multiply(self.v, (s - s0) / self.dt, out=self._tmp)
+                self.a += self._tmp
             self.v *= s
             self.time += self.dt * s
             if self.time >= self.traj.duration and self.segment >= self.traj.k - 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource, clamp, stopping_step
+from .base import Setpoint, SetpointSource, clamp, limit_steps
 
 
 class VelocitySource(SetpointSource):
@@ -55,14 +55,9 @@ class VelocitySource(SetpointSource):
         clamp(lo, self._ndv, self.dv, lo)
         cur += lo
         # no faster toward a limit than stops on it
-        np.subtract(self.upper, self.ref, out=hi)
-        np.maximum(hi, 0.0, out=hi)
-        stopping_step(hi, self.dstep, hi)
+        limit_steps(self.ref, self.lower, self.upper, self.dstep, lo, hi)
+        lo /= self.dt
         hi /= self.dt
-        np.subtract(self.ref, self.lower, out=lo)
-        np.maximum(lo, 0.0, out=lo)
-        stopping_step(lo, self.dstep, lo)
-        lo /= -self.dt
         clamp(cur, lo, hi, cur)
         np.subtract(cur, acc, out=acc)
         acc /= self.dt
