@@ -49,14 +49,16 @@ def stop(proc):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def spin_probe(seconds, cpu):
-    """No-ROS hybrid-sleep 1 kHz loop pinned like the realtime loop; returns % of cycles > 100 µs late."""
+def spin_probe(seconds, cpu, rt):
+    """No-ROS hybrid-sleep 1 kHz loop pinned and scheduled like the realtime loop (same spin margin and
+    idle latency, from the config's ``realtime`` section); returns % of cycles > 100 µs late."""
     code = f"""
 import os, sys, time
 sys.path[:0] = {sys.path!r}
-from intera_compat.loop.scheduler import Scheduler, setup_realtime
+from intera_compat.loop.scheduler import Scheduler, hold_idle_latency, setup_realtime
 info = setup_realtime({cpu})
-s = Scheduler(0.001); late = n = 0
+fd, _ = hold_idle_latency({int(rt.get("idle_latency_us", 0))})
+s = Scheduler(0.001, {float(rt.get("spin_margin_us", 150.0)) * 1e-6!r}); late = n = 0
 end = time.monotonic() + {seconds}
 while time.monotonic() < end:
     if s.wait() > 100e-6: late += 1
@@ -167,6 +169,7 @@ def realtime_phase(seconds):
         "rtt_samples": len(r), "sent": n, "received": recv,
         "lost_pct": 100.0 * max(0.0, n - recv) / n, "superseded_pct": 100.0 * sup / n,
         "fifo": diags[-1].get("sched_fifo", 0.0), "cpu": int(diags[-1].get("cpu", -1)),
+        "idle_poll": diags[-1].get("idle_poll", 0.0),
         "faults": diags[-1].get("faults_total", 0.0),
     }
 
@@ -192,7 +195,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--quick", action="store_true", help="≈10 s of measurement, for CI smoke runs")
+    ap.add_argument("--config", default=None, help="robot config (default: the package's sawyer.yaml)")
     args = ap.parse_args()
+    from intera_compat.config import load_config
+
+    cfg = load_config(args.config)
+    launch_cfg = [f"config:={cfg.path}"]
     seconds = 8.0 if args.quick else args.seconds
     port = free_port()
     os.environ.update(ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1")
@@ -209,13 +217,13 @@ def main():
 
     keep_off_cpu(loop_cpu())  # the client stays off the loop's core, like the listener process
     try:
-        probe_late, probe_fifo = spin_probe(min(seconds, 20.0), (os.cpu_count() or 1) - 1)
-        stack = start_stack(port, [])
+        probe_late, probe_fifo = spin_probe(min(seconds, 20.0), (os.cpu_count() or 1) - 1, cfg.realtime)
+        stack = start_stack(port, launch_cfg)
         try:
             rt = realtime_phase(seconds)
         finally:
             stop(stack)
-        stack = start_stack(port, ["use_sim_time:=true", "speedup:=0"])
+        stack = start_stack(port, ["use_sim_time:=true", "speedup:=0", *launch_cfg])
         try:
             rtf = rtf_phase(min(seconds, 10.0))
         finally:
@@ -244,7 +252,8 @@ def main():
         ("sim_rtf", rtf, "x", "≥ 5"),
     ]
     print(f"window {seconds:.0f} s (half POSITION, half TRAJECTORY), loop on CPU {rt['cpu']}, SCHED_FIFO "
-          f"{bool(rt['fifo'])} (probe {probe_fifo}), {rt['sent']} commands sent, {rt['received']:.0f} received, "
+          f"{bool(rt['fifo'])} (probe {probe_fifo}), spin margin {cfg.realtime.get('spin_margin_us', 150)} us, "
+          f"idle poll {bool(rt['idle_poll'])}, {rt['sent']} commands sent, {rt['received']:.0f} received, "
           f"{rt['rtt_samples']} round-trip samples, {rt['faults']:.0f} faults")
     print(f"{'metric':<34}{'value':>10}  {'unit':<5}{'goal':>10}")
     for name, v, unit, goal in rows:

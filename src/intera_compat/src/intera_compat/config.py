@@ -43,6 +43,7 @@ class RobotConfig:
     rates: dict
     control: dict
     sim: dict = field(default_factory=dict)
+    realtime: dict = field(default_factory=dict)  # scheduling of the loop process
 
     @property
     def all_joints(self) -> list[str]:
@@ -122,4 +123,5 @@ def load_config(path: str | None = None) -> RobotConfig:
         rates=dict(raw["rates"]),
         control=dict(ctrl),
         sim=dict(raw.get("sim", {})),
+        realtime=dict(raw.get("realtime", {})),
     )

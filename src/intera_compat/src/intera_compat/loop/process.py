@@ -21,7 +21,7 @@ from ..model.robot_model import RobotModel
 from .channel import Channel
 from .cycle import LoopCycle
 from .layouts import HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_STATE_100HZ
-from .scheduler import Scheduler, die_with_parent, setup_realtime
+from .scheduler import Scheduler, die_with_parent, hold_idle_latency, setup_realtime
 
 LATE_US = 100.0
 
@@ -60,8 +60,14 @@ def run(args) -> int:
     dt = cycle.dt
     stats = ch.stats.local
     realtime = args.speedup == 1.0 and not args.sim_time
+    rt = cfg.realtime
+    margin = float(rt.get("spin_margin_us", 150.0)) * 1e-6
+    idle_fd = None
     if realtime and not args.no_rt:
         info = setup_realtime()
+        idle_fd, msg = hold_idle_latency(int(rt.get("idle_latency_us", 0)))
+        info["message"] += msg
+        stats.idle_poll[0] = idle_fd is not None
     else:
         why = "--no-rt" if realtime else "sim time / speedup"
         info = {"cpu": -1, "fifo": False, "message": f"realtime scheduling off ({why})"}
@@ -70,11 +76,11 @@ def run(args) -> int:
     stats.realtime[0] = realtime
     print(f"[realtime_loop] backend={args.backend} dt={dt * 1e3:.3f} ms speedup="
           f"{'unlimited' if args.speedup <= 0 else args.speedup} cpu={info['cpu']} fifo={info['fifo']} "
-          f"{info.get('message', '')}", flush=True)
+          f"spin_margin={margin * 1e6:.0f} us {info.get('message', '')}", flush=True)
     tick_fd = args.tick_fd
     os.set_blocking(tick_fd, False)
     period = dt / args.speedup if args.speedup > 0 else 0.0
-    sched = Scheduler(period)
+    sched = Scheduler(period, margin)
     ctl = ch.control.local
     js = Ticker(float(cfg.rates.get("joint_states_hz", 100)))
     s100 = Ticker(float(cfg.rates.get("endpoint_hz", 100)))
@@ -135,6 +141,8 @@ def run(args) -> int:
     stats.alive[0] = 0.0
     ch.stats.publish_local()
     backend.close()
+    if idle_fd is not None:
+        os.close(idle_fd)
     return 0
 
 

@@ -4,7 +4,11 @@
   the deadline, then spin on the monotonic clock;
 * ticks missed by more than a period are skipped and counted, never replayed in a burst;
 * ``setup_realtime`` pins the process to one core and asks for SCHED_FIFO and a 1 ns timer slack,
-  reporting what it got (falls back cleanly without privileges).
+  reporting what it got (falls back cleanly without privileges);
+* ``hold_idle_latency`` keeps the CPUs out of deep idle states while the loop runs (the PM QoS
+  request ``cyclictest`` makes): on this VM a halted vCPU wakes with cold caches and the cycle
+  after a sleep costs up to twice its back-to-back time; polling idle removes part of that.
+  The request lasts as long as the process holds the file open, so a crash releases it.
 """
 from __future__ import annotations
 
@@ -46,6 +50,23 @@ def setup_realtime(cpu: int | None = None, priority: int = 50) -> dict:
     except (OSError, AttributeError) as e:
         got["message"] += f"SCHED_FIFO refused ({getattr(e, 'strerror', e)}), running SCHED_OTHER; "
     return got
+
+
+def hold_idle_latency(us: int) -> tuple[int | None, str]:
+    """Ask the kernel for at most ``us`` µs of idle exit latency (0: poll, never halt) via
+    ``/dev/cpu_dma_latency``; returns (fd to keep open, message). ``us < 0`` leaves it alone."""
+    if us < 0:
+        return None, "idle latency untouched"
+    try:
+        fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+    except OSError as e:
+        return None, f"/dev/cpu_dma_latency refused ({e.strerror}); CPUs may idle deeply"
+    try:
+        os.write(fd, int(us).to_bytes(4, "little", signed=True))
+    except OSError as e:
+        os.close(fd)
+        return None, f"/dev/cpu_dma_latency write refused ({e.strerror})"
+    return fd, f"idle exit latency held at {us} us"
 
 
 def loop_cpu() -> int:

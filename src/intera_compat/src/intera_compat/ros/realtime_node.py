@@ -334,7 +334,7 @@ class RealtimeLoopNode:
             "compute_p99_us": _percentile(ch, 0.99),
             "compute_max_us": sx.stat_compute_max_us[0], "jitter_p50_us": _percentile(jh, 0.5),
             "jitter_p99_us": _percentile(jh, 0.99), "overruns": d[1], "overrun_pct": late_pct,
-            "skipped_ticks": d[2], "sched_fifo": sx.rt_fifo[0], "cpu": sx.rt_cpu[0],
+            "skipped_ticks": d[2], "sched_fifo": sx.rt_fifo[0], "cpu": sx.rt_cpu[0], "idle_poll": sx.idle_poll[0],
             "realtime": sx.realtime[0], "timeouts_total": st.timeouts[0],
             "clamped_effort_total": st.clamped_effort[0], "commands_received_total": self.commands_received,
             "commands_applied_total": st.commands[0], "commands_superseded_total": st.commands_superseded[0],
