@@ -1,0 +1,262 @@
+"""JOINT interpolation (Intera motion controller, JOINT mode): a smooth, time-optimal joint path
+from the current configuration through every waypoint, stopping only at the last one when it can.
+
+Geometry: one C² cubic spline through the distinct points (start + waypoints), parameterised by
+chord length in joint space; the arm passes every waypoint without stopping. If that spline leaves
+the joint range between waypoints, the planner falls back to straight joint-space segments that stop
+at each waypoint (always inside the range, since the range is a box).
+
+Timing: TOPP-RA (``toppra``, reachability analysis on a grid along the path) under per-segment limits.
+Segment k (ending at waypoint k) uses that waypoint's options, as intera_motion_msgs specifies:
+velocity ``max_joint_speed_ratio × v_max`` and acceleration ``min(max_joint_accel, a_max)`` per
+joint. Where two segments meet, the stricter of the two applies. A small margin below each limit keeps
+the sampled knots inside the limits the loop's trajectory client enforces.
+
+Output: knots (t, q, v, a) sampled from the time-optimal profile, for the loop's trajectory channel
+(quintic between knots), plus the time at which each point is passed (for the current-waypoint
+feedback and ``last_successful_waypoint``). No ROS here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import toppra
+import toppra.algorithm
+import toppra.constraint
+from toppra.constraint.linear_constraint import LinearConstraint, canlinear_colloc_to_interpolate
+
+from .errors import FAILED_TO_PARAMETERIZE, INVALID_TRAJECTORY_MESSAGE, MotionError
+
+toppra.setup_logging("WARNING")
+
+SAME_POINT = 1e-6  # rad: consecutive points closer than this (max over joints) are one point
+START_SLACK = 0.01  # rad: a start this far outside the joint range is clipped into it, further is refused
+LIMIT_MARGIN = 0.98  # plan at this fraction of every velocity and acceleration limit
+GRID_PER_SEGMENT = 24  # TOPP-RA grid points per segment (the grid also has at least MIN_GRID)
+MIN_GRID = 60
+
+
+@dataclass
+class JointPlan:
+    t: np.ndarray  # (k,) knot times, t[0] = 0
+    q: np.ndarray  # (k, n)
+    v: np.ndarray  # (k, n)
+    a: np.ndarray  # (k, n)
+    point_times: np.ndarray  # (W + 1,) time the start (0) and each requested waypoint are reached
+    stops_at_waypoints: bool  # True when the smooth path was not possible (fallback)
+
+    @property
+    def duration(self) -> float:
+        return float(self.t[-1])
+
+
+class _SegmentVelocity(LinearConstraint):
+    """|q'(s) ṡ| ≤ v_max of the segment holding s, as a bound on ṡ² per grid point."""
+
+    def __init__(self, s_knots: np.ndarray, vmax: np.ndarray):
+        super().__init__()
+        self.s_knots, self.vmax, self.dof = s_knots, vmax, vmax.shape[1]
+
+    def compute_constraint_params(self, path, gridpoints, *args, **kwargs):
+        qs = np.abs(path(gridpoints, 1))
+        lim = _per_grid(self.s_knots, self.vmax, gridpoints)
+        with np.errstate(divide="ignore"):
+            xmax = np.min((lim / qs) ** 2, axis=1)
+        xbound = np.zeros((len(gridpoints), 2))
+        xbound[:, 1] = np.minimum(xmax, 1e12)
+        return None, None, None, None, None, None, xbound
+
+
+class _SegmentAcceleration(LinearConstraint):
+    """|q'(s) s̈ + q''(s) ṡ²| ≤ a_max of the segment holding s (rows divided by the limit, so F and g
+    are the same at every grid point)."""
+
+    def __init__(self, s_knots: np.ndarray, amax: np.ndarray):
+        super().__init__()
+        self.s_knots, self.amax, self.dof = s_knots, amax, amax.shape[1]
+        self.identical = True
+        self.set_discretization_type(toppra.constraint.DiscretizationType.Interpolation)
+
+    def compute_constraint_params(self, path, gridpoints, *args, **kwargs):
+        lim = _per_grid(self.s_knots, self.amax, gridpoints)
+        a = path(gridpoints, 1) / lim
+        b = path(gridpoints, 2) / lim
+        n = self.dof
+        F = np.vstack((np.eye(n), -np.eye(n)))
+        g = np.ones(2 * n)
+        return canlinear_colloc_to_interpolate(a, b, np.zeros_like(a), F, g, None, None, gridpoints, identical=True)
+
+
+def _per_grid(s_knots: np.ndarray, seg_limits: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Limit rows per grid point: the segment containing s; at a knot, the stricter of its two segments."""
+    last = len(seg_limits) - 1
+    left = np.clip(np.searchsorted(s_knots, s, side="left") - 1, 0, last)
+    right = np.clip(np.searchsorted(s_knots, s, side="right") - 1, 0, last)
+    return np.minimum(seg_limits[left], seg_limits[right])
+
+
+def plan_joint(start, waypoints, speed_ratios, accels, lower, upper, vmax, amax,
+               sample_dt: float = 0.01, max_knots: int = 10000) -> JointPlan:
+    """Plan from ``start`` (n,) through ``waypoints`` (W, n).
+
+    ``speed_ratios`` (W,) in (0, 1] and ``accels`` (W, n) > 0 belong to the segment ending at each
+    waypoint; accelerations above ``amax`` are capped to it. Raises MotionError.
+    """
+    lower, upper, vmax, amax = (np.asarray(x, float) for x in (lower, upper, vmax, amax))
+    n = len(lower)
+    start = np.asarray(start, float)
+    pts = np.asarray(waypoints, float)
+    ratios = np.asarray(speed_ratios, float)
+    acc = np.asarray(accels, float)
+    if start.shape != (n,) or not np.isfinite(start).all():
+        raise MotionError(FAILED_TO_PARAMETERIZE, f"current joint positions unusable: {start}")
+    if pts.ndim != 2 or pts.shape[1] != n or len(pts) == 0:
+        raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoints must be W × {n} joint positions, got {pts.shape}")
+    W = len(pts)
+    if ratios.shape != (W,) or acc.shape != (W, n):
+        raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"options for {W} waypoints needed: speed ratios {ratios.shape}, "
+                          f"accelerations {acc.shape}")
+    for name, x in (("joint_positions", pts), ("max_joint_speed_ratio", ratios), ("max_joint_accel", acc)):
+        bad = np.argwhere(~np.isfinite(x))
+        if len(bad):
+            raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {bad[0][0]} {name} is not finite")
+    bad = np.argwhere((ratios <= 0.0) | (ratios > 1.0))
+    if len(bad):
+        raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {bad[0][0]} max_joint_speed_ratio "
+                          f"{ratios[bad[0][0]]} outside (0, 1]")
+    bad = np.argwhere(acc <= 0.0)
+    if len(bad):
+        k, j = bad[0]
+        raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {k} max_joint_accel[{j}] = {acc[k, j]} must be > 0")
+    out = np.argwhere((pts < lower) | (pts > upper))
+    if len(out):
+        k, j = out[0]
+        raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {k} joint {j} at {pts[k, j]:.4f} rad is outside "
+                          f"its range [{lower[j]:.4f}, {upper[j]:.4f}]")
+    if ((start < lower - START_SLACK) | (start > upper + START_SLACK)).any():
+        raise MotionError(FAILED_TO_PARAMETERIZE, "the arm is outside its joint range; move it back first")
+    start = np.clip(start, lower, upper)
+
+    # distinct points; each requested point maps to the distinct point it coincides with
+    allp = np.vstack((start, pts))
+    seg_v = ratios[:, None] * vmax[None, :] * LIMIT_MARGIN
+    seg_a = np.minimum(acc, amax[None, :]) * LIMIT_MARGIN
+    keep, owner, vrows, arows = [0], [0], [], []
+    for k in range(1, W + 1):
+        if np.max(np.abs(allp[k] - allp[keep[-1]])) < SAME_POINT:
+            if vrows:  # a repeated waypoint's options also bind the segment into it
+                vrows[-1] = np.minimum(vrows[-1], seg_v[k - 1])
+                arows[-1] = np.minimum(arows[-1], seg_a[k - 1])
+        else:
+            keep.append(k)
+            vrows.append(seg_v[k - 1])
+            arows.append(seg_a[k - 1])
+        owner.append(len(keep) - 1)
+    P = allp[keep]
+    if len(P) == 1:  # nothing to move
+        z = np.zeros((1, n))
+        return JointPlan(np.zeros(1), P.copy(), z, z.copy(), np.zeros(W + 1), False)
+    vseg, aseg = np.array(vrows), np.array(arows)
+
+    chord = np.linalg.norm(np.diff(P, axis=0), axis=1)
+    s_knots = np.concatenate(([0.0], np.cumsum(chord)))
+    smooth = True
+    if len(P) > 2:
+        path = toppra.SplineInterpolator(s_knots, P)
+        dense = path(np.linspace(0.0, s_knots[-1], 40 * len(P)))
+        smooth = bool(((dense >= lower - 1e-9) & (dense <= upper + 1e-9)).all())
+    else:
+        path = _Line(P[0], P[1])
+    if smooth:
+        grid, sd = _line_profile(chord[0], path.d, vseg[0], aseg[0]) if len(P) == 2 else \
+            _spline_profile(path, s_knots, vseg, aseg)
+        t_grid = _grid_times(grid, sd)
+        t, q, v, a = _knots(path, grid, sd, t_grid, max(sample_dt, t_grid[-1] / (max_knots - 1)))
+        times = np.interp(s_knots, grid, t_grid)
+    else:  # stop at every waypoint: straight segments, each rest to rest
+        segs = []
+        for k in range(len(P) - 1):
+            line = _Line(P[k], P[k + 1])
+            grid, sd = _line_profile(chord[k], line.d, vseg[k], aseg[k])
+            segs.append((line, grid, sd, _grid_times(grid, sd)))
+        total = sum(x[3][-1] for x in segs)
+        dt = max(sample_dt, total / (max_knots - 1 - 2 * len(segs)))  # each segment rounds up: ≤ 2 extra knots
+        parts, times = [], [0.0]
+        for k, (line, grid, sd, t_grid) in enumerate(segs):
+            t, q, v, a = _knots(line, grid, sd, t_grid, dt)
+            t = t + times[-1]
+            parts.append((t, q, v, a) if k == 0 else (t[1:], q[1:], v[1:], a[1:]))
+            times.append(float(t[-1]))
+        t, q, v, a = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        times = np.array(times)
+    return JointPlan(t, q, v, a, times[np.array(owner)], not smooth)
+
+
+class _Line:
+    """Straight joint-space path q(s) = A + s d, |d| = 1 (same call signature as toppra's paths)."""
+
+    def __init__(self, A: np.ndarray, B: np.ndarray):
+        self.A = A
+        self.d = (B - A) / np.linalg.norm(B - A)
+
+    def __call__(self, s, order: int = 0):
+        s = np.asarray(s, float)
+        if order == 0:
+            return self.A + s[:, None] * self.d
+        return np.broadcast_to(self.d if order == 1 else 0.0 * self.d, (len(s), len(self.d))).copy()
+
+
+def _line_profile(length: float, d: np.ndarray, vmax: np.ndarray, amax: np.ndarray):
+    """Time-optimal rest-to-rest profile along a straight line (a trapezoid, or a triangle when the
+    line is too short to reach the cruise speed), as grid points and path speeds."""
+    with np.errstate(divide="ignore"):
+        sd_max = float(np.min(vmax / np.abs(d)))
+        sdd_max = float(np.min(amax / np.abs(d)))
+    ramp = sd_max * sd_max / (2.0 * sdd_max)
+    if 2.0 * ramp >= length:  # triangle
+        peak = np.sqrt(sdd_max * length)
+        return np.array([0.0, 0.5 * length, length]), np.array([0.0, peak, 0.0])
+    return np.array([0.0, ramp, length - ramp, length]), np.array([0.0, sd_max, sd_max, 0.0])
+
+
+def _spline_profile(path, s_knots, vseg, aseg):
+    """TOPP-RA on a grid along the spline; grid points and the time-optimal path speeds."""
+    m = max(MIN_GRID, GRID_PER_SEGMENT * (len(s_knots) - 1))
+    grid = np.unique(np.concatenate((np.linspace(0.0, s_knots[-1], m + 1), s_knots)))
+    inst = toppra.algorithm.TOPPRA([_SegmentVelocity(s_knots, vseg), _SegmentAcceleration(s_knots, aseg)], path,
+                                   gridpoints=grid, solver_wrapper="seidel")
+    sdd, sd, _ = inst.compute_parameterization(0.0, 0.0)
+    if sd is None or not np.isfinite(sd).all():
+        raise MotionError(FAILED_TO_PARAMETERIZE, "no time parameterisation satisfies the joint limits "
+                          f"({inst.problem_data.return_code})")
+    return grid, sd
+
+
+def _grid_times(grid, sd):
+    """Time at each grid point of a profile with constant path acceleration between grid points."""
+    dt_grid = 2.0 * np.diff(grid) / np.maximum(sd[:-1] + sd[1:], 1e-12)
+    t_grid = np.concatenate(([0.0], np.cumsum(dt_grid)))
+    if not np.isfinite(t_grid[-1]) or t_grid[-1] <= 0.0:
+        raise MotionError(FAILED_TO_PARAMETERIZE, f"time parameterisation gave duration {t_grid[-1]}")
+    return t_grid
+
+
+def _knots(path, grid, sd, t_grid, dt):
+    """Knots every ``dt`` (the last one at the end) along the path under that profile."""
+    ds = np.diff(grid)
+    T = float(t_grid[-1])
+    u = (sd[1:] ** 2 - sd[:-1] ** 2) / (2.0 * ds)  # path acceleration on each interval
+    t = np.linspace(0.0, T, int(np.ceil(T / dt - 1e-9)) + 1)
+    i = np.clip(np.searchsorted(t_grid, t, side="right") - 1, 0, len(ds) - 1)
+    tau = t - t_grid[i]
+    s = np.minimum(grid[i] + sd[i] * tau + 0.5 * u[i] * tau * tau, grid[-1])
+    sdot = np.maximum(sd[i] + u[i] * tau, 0.0)
+    p1 = path(s, 1)
+    q = path(s)
+    v = p1 * sdot[:, None]
+    a = path(s, 2) * (sdot * sdot)[:, None] + p1 * u[i][:, None]
+    q[-1] = path(np.array([grid[-1]]))[0]
+    v[0] = v[-1] = 0.0
+    a[0] = a[-1] = 0.0
+    return t, q, v, a
