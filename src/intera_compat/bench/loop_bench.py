@@ -57,7 +57,7 @@ import os, sys, time
 sys.path[:0] = {sys.path!r}
 from intera_compat.loop.scheduler import Scheduler, hold_idle_latency, setup_realtime
 info = setup_realtime({cpu})
-fd, _ = hold_idle_latency({int(rt.get("idle_latency_us", 0))})
+fd, _ = hold_idle_latency({int(rt.get("idle_latency_us", -1))})
 s = Scheduler(0.001, {float(rt.get("spin_margin_us", 150.0)) * 1e-6!r}); late = n = 0
 end = time.monotonic() + {seconds}
 while time.monotonic() < end:
@@ -200,7 +200,7 @@ def main():
     from intera_compat.config import load_config
 
     cfg = load_config(args.config)
-    launch_cfg = [f"config:={cfg.path}"]
+    launch_cfg = [f"config:={os.path.abspath(cfg.path)}"]
     seconds = 8.0 if args.quick else args.seconds
     port = free_port()
     os.environ.update(ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1")

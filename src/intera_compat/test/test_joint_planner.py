@@ -40,7 +40,7 @@ def test_passes_every_waypoint_and_ends_at_rest_on_the_last():
                             [0.2, -0.1, 0.3, -0.2, -0.3, 0.1, 0.5]])
     p = plan(START, pts, sample_dt=0.001)
     assert np.allclose(p.q[0], START) and np.allclose(p.q[-1], pts[-1])
-    assert np.all(p.v[-1] == 0) and np.all(p.a[-1] == 0)
+    assert np.all(p.v[0] == 0) and np.all(p.v[-1] == 0) and p.order == 3
     for k, wp in enumerate(pts, start=1):
         q, _ = state_at(p, p.point_times[k])
         assert np.max(np.abs(q - wp)) < 2e-3, f"waypoint {k}"
@@ -73,6 +73,52 @@ def test_every_segment_keeps_its_own_speed_and_acceleration_limits():
     # the robot's own acceleration limit caps a larger request
     big = plan(START, pts[:1], 1.0, AMAX * 10, sample_dt=0.001)
     assert np.all(np.abs(big.a) <= AMAX + 1e-9)
+
+
+def cubic_peak_accel(p):
+    """Peak |acceleration| of the cubic Hermite the loop runs between each pair of knots (k-1, n)."""
+    h = np.diff(p.t)[:, None]
+    dq = np.diff(p.q, axis=0)
+    c2 = (3.0 * dq / h - 2.0 * p.v[:-1] - p.v[1:]) / h
+    c3 = (p.v[:-1] + p.v[1:] - 2.0 * dq / h) / (h * h)
+    return np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * h))
+
+
+def test_what_the_loop_runs_between_knots_keeps_each_segments_limits_on_a_curved_path():
+    pts = START + np.array([[0.5, 0.3, -0.4, -0.5, 0.6, 0.3, 0.4],
+                            [0.1, 0.6, 0.2, -0.9, 0.1, 0.7, -0.3],
+                            [0.7, 0.2, 0.5, -0.3, -0.4, 0.2, 0.6]])
+    ratios = np.array([1.0, 0.3, 0.8])
+    accels = np.array([AMAX, FAST * 0.5, FAST])
+    p = plan(START, pts, ratios, accels)
+    seg = np.clip(np.searchsorted(p.point_times, p.t[:-1], side="right") - 1, 0, 2)  # interval → segment
+    seg_end = np.clip(np.searchsorted(p.point_times, p.t[1:], side="left") - 1, 0, 2)
+    vlim = ratios[:, None] * VMAX
+    alim = np.minimum(accels, AMAX)
+    peak = cubic_peak_accel(p)
+    tol = 1 + 1e-9
+    assert np.all(np.abs(p.v[:-1]) <= np.maximum(vlim[seg], vlim[seg_end]) * tol)
+    assert np.all(peak <= np.maximum(alim[seg], alim[seg_end]) * tol)
+    inside = seg == seg_end  # intervals wholly inside one segment: that segment's limits exactly
+    assert np.all(np.abs(p.v[:-1][inside]) <= vlim[seg[inside]] * tol)
+    assert np.all(peak[inside] <= alim[seg[inside]] * tol)
+
+
+def test_servo_noise_in_waypoint_zero_does_not_bend_the_path():
+    rng = np.random.default_rng(3)
+    target = START + np.array([0.6, 0.4, -0.5, -0.6, 0.7, 0.5, 0.8])
+    p = plan(START, [START + rng.normal(0.0, 1e-4, NA), target])
+    d = (target - START) / np.linalg.norm(target - START)
+    off = (p.q - START) - np.outer((p.q - START) @ d, d)
+    assert np.max(np.linalg.norm(off, axis=1)) < 1e-6  # a straight line, not a parabola through the noise
+    assert np.array_equal(p.q[-1], target)
+
+
+def test_a_waypoint_on_the_joint_limits_gives_knots_inside_the_range_exactly():
+    for corner in (HI, LO, np.where(np.arange(NA) % 2, HI, LO)):
+        p = plan(START, [START + 0.3 * (corner - START), corner], 1.0, AMAX)
+        assert np.all(p.q >= LO) and np.all(p.q <= HI)
+        assert np.array_equal(p.q[-1], corner)
 
 
 def test_single_joint_move_is_time_optimal():

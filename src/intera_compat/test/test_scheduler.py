@@ -30,7 +30,7 @@ def test_idle_latency_is_held_while_the_file_is_open_and_released_with_it():
         assert current_idle_latency() == 0
     finally:
         os.close(fd)
-    assert current_idle_latency() == before  # a crashed loop releases it the same way
+    assert current_idle_latency() == before  # the kernel drops the request with the last open descriptor
 
 
 def test_config_realtime_section_feeds_the_scheduler():

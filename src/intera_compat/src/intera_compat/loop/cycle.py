@@ -128,11 +128,9 @@ class LoopCycle:
         self._o_setpoint = o.buf[c0:c0 + 3 * n].reshape(3, n)  # cmd_position, cmd_velocity, cmd_acceleration
         self._changed = np.zeros(n, dtype=bool)
         # the scalar fields, written with one tuple assignment per block instead of ~30 separate stores
-        names = [k for k, _ in channel.state.layout.fields]
-        i = names.index("time")
-        if names[i:i + len(_HEAD_FIELDS)] != list(_HEAD_FIELDS) or \
-                names[names.index("enabled"):][:len(_FLAG_FIELDS)] != list(_FLAG_FIELDS):
-            raise RuntimeError("the state record's layout and LoopCycle._publish disagree")
+        for block in (_HEAD_FIELDS, _FLAG_FIELDS):  # each block: consecutive scalars in exactly this order
+            if any(off[f] != (off[block[0]][0] + k, 1) for k, f in enumerate(block)):
+                raise RuntimeError("the state record's layout and LoopCycle._publish disagree")
         self._o_head = o.buf[off["time"][0]:off["time"][0] + len(_HEAD_FIELDS)]
         self._o_flags = o.buf[off["enabled"][0]:off["enabled"][0] + len(_FLAG_FIELDS)]
         absent = _Absent()

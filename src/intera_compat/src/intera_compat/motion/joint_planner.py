@@ -12,8 +12,10 @@ velocity ``max_joint_speed_ratio × v_max`` and acceleration ``min(max_joint_acc
 joint. Where two segments meet, the stricter of the two applies. A small margin below each limit keeps
 the sampled knots inside the limits the loop's trajectory client enforces.
 
-Output: knots (t, q, v, a) sampled from the time-optimal profile, for the loop's trajectory channel
-(quintic between knots), plus the time at which each point is passed (for the current-waypoint
+Output: knots (t, q, v, a) sampled from the time-optimal profile every ``sample_dt`` and at every
+point where the path acceleration switches, for the loop's trajectory channel with cubic Hermite
+segments between knots (exact where the acceleration is piecewise constant; a quintic would overshoot
+each switch), plus the time at which each point is passed (for the current-waypoint
 feedback and ``last_successful_waypoint``). No ROS here.
 """
 from __future__ import annotations
@@ -30,7 +32,10 @@ from .errors import FAILED_TO_PARAMETERIZE, INVALID_TRAJECTORY_MESSAGE, MotionEr
 
 toppra.setup_logging("WARNING")
 
-SAME_POINT = 1e-6  # rad: consecutive points closer than this (max over joints) are one point
+SAME_POINT = 0.0087  # rad (Intera's 0.5° joint tolerance): closer consecutive points are one point, the later
+# one kept (the start stays the start), so servo noise in "waypoint 0 = current angles" cannot bend the spline
+MIN_RATIO = 0.05  # the SDK's own floor for max_joint_speed_ratio; smaller values are raised to it
+MIN_ACCEL = 0.05  # rad/s²: a max_joint_accel below this is refused (it would mean minutes-long moves)
 START_SLACK = 0.01  # rad: a start this far outside the joint range is clipped into it, further is refused
 LIMIT_MARGIN = 0.98  # plan at this fraction of every velocity and acceleration limit
 GRID_PER_SEGMENT = 24  # TOPP-RA grid points per segment (the grid also has at least MIN_GRID)
@@ -45,6 +50,7 @@ class JointPlan:
     a: np.ndarray  # (k, n)
     point_times: np.ndarray  # (W + 1,) time the start (0) and each requested waypoint are reached
     stops_at_waypoints: bool  # True when the smooth path was not possible (fallback)
+    order: int = 3  # interpolate the knots with cubic Hermite segments (the acceleration jumps at knots)
 
     @property
     def duration(self) -> float:
@@ -125,10 +131,14 @@ def plan_joint(start, waypoints, speed_ratios, accels, lower, upper, vmax, amax,
     if len(bad):
         raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {bad[0][0]} max_joint_speed_ratio "
                           f"{ratios[bad[0][0]]} outside (0, 1]")
-    bad = np.argwhere(acc <= 0.0)
+    ratios = np.maximum(ratios, MIN_RATIO)
+    bad = np.argwhere(acc < MIN_ACCEL)
     if len(bad):
         k, j = bad[0]
-        raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {k} max_joint_accel[{j}] = {acc[k, j]} must be > 0")
+        raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {k} max_joint_accel[{j}] = {acc[k, j]} must be "
+                          f">= {MIN_ACCEL}")
+    if max_knots < 2 * W + 1:
+        raise MotionError(FAILED_TO_PARAMETERIZE, f"a knot budget of {max_knots} cannot hold {W} segments")
     out = np.argwhere((pts < lower) | (pts > upper))
     if len(out):
         k, j = out[0]
@@ -145,14 +155,20 @@ def plan_joint(start, waypoints, speed_ratios, accels, lower, upper, vmax, amax,
     keep, owner, vrows, arows = [0], [0], [], []
     for k in range(1, W + 1):
         if np.max(np.abs(allp[k] - allp[keep[-1]])) < SAME_POINT:
-            if vrows:  # a repeated waypoint's options also bind the segment into it
+            if vrows:  # a repeated waypoint's options also bind the segment into it; the later point wins
                 vrows[-1] = np.minimum(vrows[-1], seg_v[k - 1])
                 arows[-1] = np.minimum(arows[-1], seg_a[k - 1])
+                keep[-1] = k
         else:
             keep.append(k)
             vrows.append(seg_v[k - 1])
             arows.append(seg_a[k - 1])
         owner.append(len(keep) - 1)
+    if len(keep) == 1 and np.max(np.abs(allp[W] - start)) > 1e-9:  # every target within tolerance of the start:
+        keep.append(W)  # still end exactly on the last one, by a short straight move
+        vrows.append(seg_v.min(axis=0))
+        arows.append(seg_a.min(axis=0))
+        owner[W] = 1
     P = allp[keep]
     if len(P) == 1:  # nothing to move
         z = np.zeros((1, n))
@@ -163,47 +179,57 @@ def plan_joint(start, waypoints, speed_ratios, accels, lower, upper, vmax, amax,
     s_knots = np.concatenate(([0.0], np.cumsum(chord)))
     smooth = True
     if len(P) > 2:
+        if len(P) > max_knots // 4:
+            raise MotionError(FAILED_TO_PARAMETERIZE, f"{len(P)} distinct waypoints exceed what {max_knots} knots hold")
         path = toppra.SplineInterpolator(s_knots, P)
         dense = path(np.linspace(0.0, s_knots[-1], 40 * len(P)))
         smooth = bool(((dense >= lower - 1e-9) & (dense <= upper + 1e-9)).all())
     else:
         path = _Line(P[0], P[1])
     if smooth:
-        grid, sd = _line_profile(chord[0], path.d, vseg[0], aseg[0]) if len(P) == 2 else \
-            _spline_profile(path, s_knots, vseg, aseg)
+        if len(P) == 2:
+            grid, sd = _line_profile(chord[0], path.d, vseg[0], aseg[0])
+        else:
+            grid, sd = _spline_profile(path, s_knots, vseg, aseg, max_knots // 2 - len(P))
         t_grid = _grid_times(grid, sd)
-        t, q, v, a = _knots(path, grid, sd, t_grid, max(sample_dt, t_grid[-1] / (max_knots - 1)))
-        times = np.interp(s_knots, grid, t_grid)
+        dt = max(sample_dt, t_grid[-1] / (max_knots - len(grid) - 1))
+        t, q, v, a, k = _knots(path, grid, sd, t_grid, dt, s_knots, vseg, aseg)
+        times = np.interp(s_knots, grid, t_grid) * k
     else:  # stop at every waypoint: straight segments, each rest to rest
         segs = []
-        for k in range(len(P) - 1):
-            line = _Line(P[k], P[k + 1])
-            grid, sd = _line_profile(chord[k], line.d, vseg[k], aseg[k])
+        for i in range(len(P) - 1):
+            line = _Line(P[i], P[i + 1])
+            grid, sd = _line_profile(chord[i], line.d, vseg[i], aseg[i])
             segs.append((line, grid, sd, _grid_times(grid, sd)))
         total = sum(x[3][-1] for x in segs)
-        dt = max(sample_dt, total / (max_knots - 1 - 2 * len(segs)))  # each segment rounds up: ≤ 2 extra knots
+        dt = max(sample_dt, total / (max_knots - 1 - 6 * len(segs)))  # ≤ 4 grid + 2 rounding knots each
         parts, times = [], [0.0]
-        for k, (line, grid, sd, t_grid) in enumerate(segs):
-            t, q, v, a = _knots(line, grid, sd, t_grid, dt)
+        for i, (line, grid, sd, t_grid) in enumerate(segs):
+            t, q, v, a, _ = _knots(line, grid, sd, t_grid, dt, grid[[0, -1]], vseg[i:i + 1], aseg[i:i + 1])
             t = t + times[-1]
-            parts.append((t, q, v, a) if k == 0 else (t[1:], q[1:], v[1:], a[1:]))
+            parts.append((t, q, v, a) if i == 0 else (t[1:], q[1:], v[1:], a[1:]))
             times.append(float(t[-1]))
         t, q, v, a = (np.concatenate([p[i] for p in parts]) for i in range(4))
         times = np.array(times)
+    np.clip(q, lower, upper, out=q)
+    q[-1] = P[-1]
+    if len(t) > max_knots:
+        raise MotionError(FAILED_TO_PARAMETERIZE, f"the trajectory needs more than {max_knots} knots")
     return JointPlan(t, q, v, a, times[np.array(owner)], not smooth)
 
 
 class _Line:
-    """Straight joint-space path q(s) = A + s d, |d| = 1 (same call signature as toppra's paths)."""
+    """Straight joint-space path q(s) = A + (s / L)(B − A), L = |B − A| (toppra's path call signature)."""
 
     def __init__(self, A: np.ndarray, B: np.ndarray):
-        self.A = A
-        self.d = (B - A) / np.linalg.norm(B - A)
+        self.A, self.delta = A, B - A
+        self.length = float(np.linalg.norm(self.delta))
+        self.d = self.delta / self.length
 
     def __call__(self, s, order: int = 0):
         s = np.asarray(s, float)
         if order == 0:
-            return self.A + s[:, None] * self.d
+            return self.A + (s / self.length)[:, None] * self.delta
         return np.broadcast_to(self.d if order == 1 else 0.0 * self.d, (len(s), len(self.d))).copy()
 
 
@@ -220,10 +246,13 @@ def _line_profile(length: float, d: np.ndarray, vmax: np.ndarray, amax: np.ndarr
     return np.array([0.0, ramp, length - ramp, length]), np.array([0.0, sd_max, sd_max, 0.0])
 
 
-def _spline_profile(path, s_knots, vseg, aseg):
+def _spline_profile(path, s_knots, vseg, aseg, max_grid):
     """TOPP-RA on a grid along the spline; grid points and the time-optimal path speeds."""
-    m = max(MIN_GRID, GRID_PER_SEGMENT * (len(s_knots) - 1))
-    grid = np.unique(np.concatenate((np.linspace(0.0, s_knots[-1], m + 1), s_knots)))
+    m = min(max(MIN_GRID, GRID_PER_SEGMENT * (len(s_knots) - 1)), max_grid)
+    even = np.linspace(0.0, s_knots[-1], m + 1)
+    j = np.clip(np.searchsorted(s_knots, even), 1, len(s_knots) - 1)
+    near = np.minimum(np.abs(even - s_knots[j]), np.abs(even - s_knots[j - 1])) < 1e-6 * s_knots[-1]
+    grid = np.union1d(even[~near], s_knots)  # no grid interval shorter than the tolerance
     inst = toppra.algorithm.TOPPRA([_SegmentVelocity(s_knots, vseg), _SegmentAcceleration(s_knots, aseg)], path,
                                    gridpoints=grid, solver_wrapper="seidel")
     sdd, sd, _ = inst.compute_parameterization(0.0, 0.0)
@@ -242,21 +271,37 @@ def _grid_times(grid, sd):
     return t_grid
 
 
-def _knots(path, grid, sd, t_grid, dt):
-    """Knots every ``dt`` (the last one at the end) along the path under that profile."""
+def _knots(path, grid, sd, t_grid, dt, s_knots, vseg, aseg):
+    """Knots every ``dt`` and at every grid point (where the path acceleration switches), so the cubic
+    Hermite between knots (``JointPlan.order``) follows the profile; then, if the sampled speeds or the
+    cubic's accelerations still exceed a segment's limits (TOPP-RA bounds them at grid points only),
+    time is stretched by the factor that brings them back. Returns t, q, v, a and that factor."""
     ds = np.diff(grid)
     T = float(t_grid[-1])
     u = (sd[1:] ** 2 - sd[:-1] ** 2) / (2.0 * ds)  # path acceleration on each interval
-    t = np.linspace(0.0, T, int(np.ceil(T / dt - 1e-9)) + 1)
+    even = np.linspace(0.0, T, int(np.ceil(T / dt - 1e-9)) + 1)
+    j = np.clip(np.searchsorted(t_grid, even), 1, len(t_grid) - 1)
+    near = np.minimum(np.abs(even - t_grid[j]), np.abs(even - t_grid[j - 1])) < 1e-6
+    t = np.union1d(even[~near], t_grid)
     i = np.clip(np.searchsorted(t_grid, t, side="right") - 1, 0, len(ds) - 1)
     tau = t - t_grid[i]
-    s = np.minimum(grid[i] + sd[i] * tau + 0.5 * u[i] * tau * tau, grid[-1])
+    s = np.clip(grid[i] + sd[i] * tau + 0.5 * u[i] * tau * tau, 0.0, grid[-1])
     sdot = np.maximum(sd[i] + u[i] * tau, 0.0)
     p1 = path(s, 1)
     q = path(s)
     v = p1 * sdot[:, None]
     a = path(s, 2) * (sdot * sdot)[:, None] + p1 * u[i][:, None]
-    q[-1] = path(np.array([grid[-1]]))[0]
     v[0] = v[-1] = 0.0
-    a[0] = a[-1] = 0.0
-    return t, q, v, a
+    # the limits without the planning margin, per knot and per interval (stricter end)
+    vlim = _per_grid(s_knots, vseg, s) / LIMIT_MARGIN
+    alim = _per_grid(s_knots, aseg, s) / LIMIT_MARGIN
+    h = np.diff(t)[:, None]
+    dq = np.diff(q, axis=0)
+    c2 = (3.0 * dq / h - 2.0 * v[:-1] - v[1:]) / h
+    c3 = (v[:-1] + v[1:] - 2.0 * dq / h) / (h * h)
+    peak = np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * h))
+    k = max(1.0, float(np.max(np.abs(v) / vlim)),
+            float(np.sqrt(np.max(peak / np.minimum(alim[:-1], alim[1:])))))
+    if k > 1.0:
+        t, v, a = t * k, v / k, a / (k * k)
+    return t, q, v, a, k
