@@ -57,8 +57,8 @@ import os, sys, time
 sys.path[:0] = {sys.path!r}
 from intera_compat.loop.scheduler import Scheduler, hold_idle_latency, setup_realtime
 info = setup_realtime({cpu})
-fd, _ = hold_idle_latency({int(rt.get("idle_latency_us", -1))})
-s = Scheduler(0.001, {float(rt.get("spin_margin_us", 150.0)) * 1e-6!r}); late = n = 0
+fd, _ = hold_idle_latency({int(rt["idle_latency_us"])})
+s = Scheduler(0.001, {float(rt["spin_margin_us"]) * 1e-6!r}); late = n = 0
 end = time.monotonic() + {seconds}
 while time.monotonic() < end:
     if s.wait() > 100e-6: late += 1
@@ -252,7 +252,7 @@ def main():
         ("sim_rtf", rtf, "x", "≥ 5"),
     ]
     print(f"window {seconds:.0f} s (half POSITION, half TRAJECTORY), loop on CPU {rt['cpu']}, SCHED_FIFO "
-          f"{bool(rt['fifo'])} (probe {probe_fifo}), spin margin {cfg.realtime.get('spin_margin_us', 150)} us, "
+          f"{bool(rt['fifo'])} (probe {probe_fifo}), spin margin {cfg.realtime['spin_margin_us']} us, "
           f"idle poll {bool(rt['idle_poll'])}, {rt['sent']} commands sent, {rt['received']:.0f} received, "
           f"{rt['rtt_samples']} round-trip samples, {rt['faults']:.0f} faults")
     print(f"{'metric':<34}{'value':>10}  {'unit':<5}{'goal':>10}")

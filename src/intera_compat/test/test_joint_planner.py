@@ -9,7 +9,7 @@ from intera_compat.config import load_config
 from intera_compat.motion import errors
 from intera_compat.motion.errors import MotionError
 from intera_compat.motion.joint_planner import LIMIT_MARGIN, plan_joint
-from intera_compat.trajectory.spline import limit_violation
+from intera_compat.trajectory.spline import cubic_peak_acceleration, limit_violation
 
 CFG = load_config()
 NA = CFG.n_arm
@@ -75,15 +75,6 @@ def test_every_segment_keeps_its_own_speed_and_acceleration_limits():
     assert np.all(np.abs(big.a) <= AMAX + 1e-9)
 
 
-def cubic_peak_accel(p):
-    """Peak |acceleration| of the cubic Hermite the loop runs between each pair of knots (k-1, n)."""
-    h = np.diff(p.t)[:, None]
-    dq = np.diff(p.q, axis=0)
-    c2 = (3.0 * dq / h - 2.0 * p.v[:-1] - p.v[1:]) / h
-    c3 = (p.v[:-1] + p.v[1:] - 2.0 * dq / h) / (h * h)
-    return np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * h))
-
-
 def test_what_the_loop_runs_between_knots_keeps_each_segments_limits_on_a_curved_path():
     pts = START + np.array([[0.5, 0.3, -0.4, -0.5, 0.6, 0.3, 0.4],
                             [0.1, 0.6, 0.2, -0.9, 0.1, 0.7, -0.3],
@@ -95,7 +86,7 @@ def test_what_the_loop_runs_between_knots_keeps_each_segments_limits_on_a_curved
     seg_end = np.clip(np.searchsorted(p.point_times, p.t[1:], side="left") - 1, 0, 2)
     vlim = ratios[:, None] * VMAX
     alim = np.minimum(accels, AMAX)
-    peak = cubic_peak_accel(p)
+    peak = cubic_peak_acceleration(p.t, p.q, p.v)
     tol = 1 + 1e-9
     assert np.all(np.abs(p.v[:-1]) <= np.maximum(vlim[seg], vlim[seg_end]) * tol)
     assert np.all(peak <= np.maximum(alim[seg], alim[seg_end]) * tol)

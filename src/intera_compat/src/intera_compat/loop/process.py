@@ -61,13 +61,13 @@ def run(args) -> int:
     stats = ch.stats.local
     realtime = args.speedup == 1.0 and not args.sim_time
     rt = cfg.realtime
-    margin = float(rt.get("spin_margin_us", 150.0)) * 1e-6
+    margin = float(rt["spin_margin_us"]) * 1e-6
     if not 0.0 <= margin <= 0.8 * dt:  # a margin near the period spins it whole: RT throttling under SCHED_FIFO
         raise ValueError(f"realtime.spin_margin_us = {margin * 1e6:g} must lie in [0, {0.8 * dt * 1e6:g}]")
     idle_fd = None
     if realtime and not args.no_rt:
         info = setup_realtime()
-        idle_fd, msg = hold_idle_latency(int(rt.get("idle_latency_us", -1)))
+        idle_fd, msg = hold_idle_latency(int(rt["idle_latency_us"]))
         info["message"] += msg
         stats.idle_poll[0] = idle_fd is not None
     else:

@@ -28,6 +28,7 @@ import toppra.algorithm
 import toppra.constraint
 from toppra.constraint.linear_constraint import LinearConstraint, canlinear_colloc_to_interpolate
 
+from ..trajectory.spline import cubic_peak_acceleration
 from .errors import FAILED_TO_PARAMETERIZE, INVALID_TRAJECTORY_MESSAGE, MotionError
 
 toppra.setup_logging("WARNING")
@@ -255,7 +256,7 @@ def _spline_profile(path, s_knots, vseg, aseg, max_grid):
     grid = np.union1d(even[~near], s_knots)  # no grid interval shorter than the tolerance
     inst = toppra.algorithm.TOPPRA([_SegmentVelocity(s_knots, vseg), _SegmentAcceleration(s_knots, aseg)], path,
                                    gridpoints=grid, solver_wrapper="seidel")
-    sdd, sd, _ = inst.compute_parameterization(0.0, 0.0)
+    _, sd, _ = inst.compute_parameterization(0.0, 0.0)
     if sd is None or not np.isfinite(sd).all():
         raise MotionError(FAILED_TO_PARAMETERIZE, "no time parameterisation satisfies the joint limits "
                           f"({inst.problem_data.return_code})")
@@ -295,11 +296,7 @@ def _knots(path, grid, sd, t_grid, dt, s_knots, vseg, aseg):
     # the limits without the planning margin, per knot and per interval (stricter end)
     vlim = _per_grid(s_knots, vseg, s) / LIMIT_MARGIN
     alim = _per_grid(s_knots, aseg, s) / LIMIT_MARGIN
-    h = np.diff(t)[:, None]
-    dq = np.diff(q, axis=0)
-    c2 = (3.0 * dq / h - 2.0 * v[:-1] - v[1:]) / h
-    c3 = (v[:-1] + v[1:] - 2.0 * dq / h) / (h * h)
-    peak = np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * h))
+    peak = cubic_peak_acceleration(t, q, v)
     k = max(1.0, float(np.max(np.abs(v) / vlim)),
             float(np.sqrt(np.max(peak / np.minimum(alim[:-1], alim[1:])))))
     if k > 1.0:

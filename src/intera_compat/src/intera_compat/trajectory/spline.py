@@ -119,6 +119,14 @@ def _horner(rows: np.ndarray, x: float, out: np.ndarray, tmp: np.ndarray) -> Non
     np.add(tmp, rows[0], out=out)
 
 
+def cubic_peak_acceleration(t, q, v) -> np.ndarray:
+    """Peak |acceleration| of the cubic Hermite segment between each pair of knots, (k − 1, n): the
+    acceleration is linear in time, so its peak is at one end."""
+    T = np.diff(t)[:, None]
+    c2, c3 = _cubic(np.diff(q, axis=0), v[:-1], v[1:], T)
+    return np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * T))
+
+
 # Derived values (a segment's mean speed, the interpolating polynomial's acceleration) may exceed
 # the limits by these factors: a trajectory planned at the limits passes, a jump does not.
 SEGMENT_SPEED_TOLERANCE = 1.001
@@ -142,10 +150,8 @@ def limit_violation(t, q, v, a, order: int, vmax, amax):
         T = np.diff(t)[:, None]
         dq = np.diff(q, axis=0)
         checks.append(("segment speed", np.abs(dq) / T, vmax * SEGMENT_SPEED_TOLERANCE))
-        if order == 3:  # cubic Hermite: the acceleration is linear, its peak is at an end
-            c2, c3 = _cubic(dq, v[:-1], v[1:], T)
-            peak = np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * T))
-            checks.append(("segment acceleration", peak, amax * SEGMENT_ACCEL_TOLERANCE))
+        if order == 3:
+            checks.append(("segment acceleration", cubic_peak_acceleration(t, q, v), amax * SEGMENT_ACCEL_TOLERANCE))
         elif order == 5:  # quintic: the acceleration is a cubic, sampled at 9 points of each segment
             peak = np.zeros_like(dq)
             c2 = 0.5 * a[:-1]
