@@ -92,3 +92,16 @@ def _clear_params():
                 rosparam.delete_param(name, verbose=False)
             except Exception:
                 pass
+
+
+@pytest.fixture
+def sim(launch):
+    """The simulated Sawyer (sawyer_sim.launch, every robot-side server); yields its joint_states."""
+    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", log_name="sim.log")
+    from ros_helpers import Latest
+    from sensor_msgs.msg import JointState
+
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(30)
+    yield js
+    js.close()

@@ -13,64 +13,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool
 
+from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
+
 pytestmark = pytest.mark.node
-TOL = 0.008726646
-ARM = [f"right_j{i}" for i in range(7)]
-
-
-class Latest:
-    """Keeps the newest message of a topic and counts arrivals."""
-
-    def __init__(self, topic, cls):
-        self.msg, self.count, self.event = None, 0, threading.Event()
-        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=10)
-
-    def _cb(self, m):
-        self.msg = m
-        self.count += 1
-        self.event.set()
-
-    def wait(self, timeout=20.0):
-        assert self.event.wait(timeout), f"nothing on {self.sub.name}"
-        return self.msg
-
-    def close(self):
-        self.sub.unregister()
-
-
-def wait_for(pred, timeout, period=0.01, every=None):
-    end = time.time() + timeout
-    while time.time() < end:
-        if every:
-            every()
-        if pred():
-            return True
-        time.sleep(period)
-    return False
-
-
-@pytest.fixture
-def sim(launch):
-    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", log_name="sim.log")
-    js = Latest("/robot/joint_states", JointState)
-    js.wait(30)
-    yield js
-    js.close()
-
-
-def arm_positions(js):
-    m = js.msg
-    return np.array([m.position[m.name.index(n)] for n in ARM])
-
-
-def publisher(topic, cls, latch=False):
-    pub = rospy.Publisher(topic, cls, queue_size=1, latch=latch, tcp_nodelay=True)
-    assert wait_for(lambda: pub.get_num_connections() > 0, 10)
-    return pub
-
-
-def send_positions(pub, target):
-    pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=ARM, position=list(target)))
 
 
 def test_limb_role_enable_and_move_to_neutral(sim):

@@ -168,7 +168,7 @@ def post_raw(L, t, q, order=1):
     full = np.zeros((k, n))
     full[:, :7] = q
     mask = np.r_[np.ones(7), 0.0]
-    assert L.channel.post(T_EXECUTE, np.array([99.0, order, k]), mask, np.asarray(t, float), full.ravel(),
+    assert L.channel.post(T_EXECUTE, np.array([99.0, order, k, 1.0]), mask, np.asarray(t, float), full.ravel(),
                           np.zeros(k * n), np.zeros(k * n))
     return 99
 
@@ -204,3 +204,18 @@ def test_a_non_finite_scaling_is_ignored_by_the_loop(loop):
     assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
     with pytest.raises(TrajectoryError, match="scaling is nan"):
         loop.trajectories.set_scaling(float("nan"))
+
+
+def test_the_sender_scaling_in_the_execute_message_applies_from_the_start(loop):
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([0, 0, 0, 0.3, 0, 0, 0]), 0.5)
+    tid = loop.trajectories.execute(t, q, v, a, scaling=0.5)
+    loop.run(0.4)
+    p = loop.trajectories.progress()
+    assert p.traj_id == tid and p.scaling == pytest.approx(0.5) and p.time == pytest.approx(0.2, abs=0.003)
+    assert loop.trajectories.wait(tid, 0.65, step=loop.step).status == T.SUCCEEDED
+    for bad in (0.0, float("nan"), 3.0):  # out of (0, 1]: full speed
+        tid = loop.trajectories.execute([0.5], [q0], scaling=bad)  # back to where it started
+        loop.run(0.05)
+        assert loop.trajectories.progress().scaling == 1.0
+        assert loop.trajectories.wait(tid, 1.0, step=loop.step).status == T.SUCCEEDED

@@ -171,11 +171,11 @@ class LoopCycle:
 
     def _execute_trajectory(self, k_words: int, now: float) -> None:
         m, n = self._msg, self.n
-        traj_id, order, k = m[0], int(m[1]), int(m[2])
-        if 3 + n + k + 3 * k * n != k_words:
+        traj_id, order, k, scaling = m[0], int(m[1]), int(m[2]), m[3]
+        if 4 + n + k + 3 * k * n != k_words:
             self.trajectory.results.append((traj_id, 5, 2, -1))  # REJECTED, R_INVALID (malformed)
             return
-        o = 3
+        o = 4
         mask = m[o:o + n] > 0.5
         o += n
         t = m[o:o + k]
@@ -185,7 +185,7 @@ class LoopCycle:
         v = m[o:o + k * n].reshape(k, n)
         o += k * n
         a = m[o:o + k * n].reshape(k, n)
-        if self.trajectory.prepare(traj_id, order, mask, t, q, v, a, self.sp, self.robot_active):
+        if self.trajectory.prepare(traj_id, order, mask, t, q, v, a, self.sp, self.robot_active, scaling):
             self.arbiter.select(self.trajectory, self.sp, self.hw, now)
 
     def _intake(self, now: float) -> None:

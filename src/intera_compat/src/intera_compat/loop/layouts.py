@@ -19,7 +19,7 @@ MSG_STOP = 3  # []
 MSG_RESET = 4  # []
 MSG_ESTOP = 5  # [1 pressed | 0 released]
 MSG_SUPPRESS = 6  # [SUPPRESS_* index]
-MSG_TRAJ_EXECUTE = 7  # [id, order, k, mask(n), t(k), q(k·n), v(k·n), a(k·n)]
+MSG_TRAJ_EXECUTE = 7  # [id, order, k, scaling, mask(n), t(k), q(k·n), v(k·n), a(k·n)]
 MSG_TRAJ_CANCEL = 8  # [id] (0: whatever runs)
 MSG_TRAJ_SCALING = 9  # [factor 0..1]
 # loop → listener

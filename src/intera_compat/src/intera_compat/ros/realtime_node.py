@@ -34,6 +34,7 @@ from ..loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_STOP, MSG_SUPP
 from ..model.robot_model import RobotModel
 from ..safety.faults import describe
 from ..trajectory.client import TrajectoryClient
+from .trajectory_server import ExecuteTrajectoryServer
 from .wrench import WrenchEstimator
 
 SUPPRESS_TOPICS = {
@@ -100,6 +101,7 @@ class RealtimeLoopNode:
             keep_off_cpu(loop_cpu())  # the loop process has that core to itself
         self._make_publishers()
         self._make_subscribers()
+        self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}")
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0], cfg.sim.get("damping", np.zeros(n)))
         self._diag_prev = None
         self._state_thread = threading.Thread(target=self._publish_loop, daemon=True)
@@ -212,6 +214,7 @@ class RealtimeLoopNode:
             st = state.local
             self._check_faults(st)
             try:
+                self.trajectory_server.tick(st, bool(flags & TICK_STATE_100HZ))
                 if self.pub_clock is not None:
                     self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(st.time[0])))
                 stamp = self._stamp(st)

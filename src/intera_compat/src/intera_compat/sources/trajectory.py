@@ -29,8 +29,9 @@ TRAJ_IDLE, TRAJ_RUNNING, TRAJ_STOPPING, TRAJ_DONE = 0, 1, 2, 3
 # result statuses
 SUCCEEDED, CANCELLED, PREEMPTED, ABORTED, REJECTED = 1, 2, 3, 4, 5
 # rejection / abort reasons (with a joint index where it applies)
+# (the same numbers as the R_* constants of intera_compat/ExecuteTrajectory's result)
 R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND, R_NEWER_TRAJECTORY, \
-    R_ROBOT_DISABLED, R_FAULT, R_LIMITS = range(10)
+    R_ROBOT_DISABLED, R_FAULT, R_LIMITS, R_CLIENT_LOST = range(11)
 STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
                 REJECTED: "REJECTED"}
 REASONS = {
@@ -40,6 +41,7 @@ REASONS = {
     R_JOINT_COMMAND: "a JointCommand took over the arm", R_NEWER_TRAJECTORY: "replaced by a newer trajectory",
     R_ROBOT_DISABLED: "the robot was disabled or stopped", R_FAULT: "the loop faulted",
     R_LIMITS: "the trajectory (from where the arm is) exceeds the joint velocity or acceleration limits",
+    R_CLIENT_LOST: "its sender stopped sending keep-alives (process gone?): stopped on the path",
 }
 
 
@@ -69,8 +71,10 @@ class TrajectorySource(SetpointSource):
         self.results: list = []  # (traj_id, status, reason, joint) for the loop to forward
 
     # ---- requests -----------------------------------------------------------------------
-    def prepare(self, traj_id: float, order: int, mask, t, q, v, a, sp: Setpoint, enabled: bool) -> bool:
-        """Stage a trajectory (full-length ``mask``; ``q``/``v``/``a`` shaped (k, n) in config order)."""
+    def prepare(self, traj_id: float, order: int, mask, t, q, v, a, sp: Setpoint, enabled: bool,
+                scaling: float = 1.0) -> bool:
+        """Stage a trajectory (full-length ``mask``; ``q``/``v``/``a`` shaped (k, n) in config order),
+        starting at the sender's time ``scaling`` (anything outside (0, 1] means 1)."""
         i = self.idx
         mask = np.asarray(mask[i], bool)
         q, v, a = q[:, i], v[:, i], a[:, i]
@@ -104,6 +108,7 @@ class TrajectorySource(SetpointSource):
         self.mask[:] = mask
         if self.state != TRAJ_RUNNING:
             self._fresh = True  # from rest: no need to ramp the scaling in
+        self.scaling = scaling if 0.0 < scaling <= 1.0 else 1.0  # False for NaN too
         self.traj_id = traj_id
         self.state = TRAJ_RUNNING
         self.time = 0.0

@@ -68,10 +68,12 @@ class TrajectoryClient:
         self.faults: list = []  # (code, joint index, loop time)
         self._buf = np.zeros(64)
 
-    def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None) -> int:
+    def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None,
+                scaling: float = 1.0) -> int:
         """Send a trajectory; returns its id. ``times`` (k,) s from the start; ``positions`` (k, m)
         for ``joint_names`` (default: every limb joint); velocities/accelerations pick the
-        interpolation (linear / cubic / quintic)."""
+        interpolation (linear / cubic / quintic); ``scaling`` is the sender's initial time scaling
+        (outside (0, 1]: 1)."""
         names = list(joint_names) if joint_names is not None else self.names
         t = np.asarray(times, float)
         k = len(t)
@@ -128,7 +130,7 @@ class TrajectoryClient:
         mask = np.zeros(n)
         mask[cols] = 1.0
         traj_id = next(self._ids)
-        head = np.array([traj_id, order, k], float)
+        head = np.array([traj_id, order, k, scaling], float)
         if not self.ch.post(MSG_TRAJ_EXECUTE, head, mask, t, full["positions"].ravel(), full["velocities"].ravel(),
                             full["accelerations"].ravel()):
             raise TrajectoryError("the loop's command ring is full (is the realtime loop running?)")

@@ -1,0 +1,147 @@
+"""The loop's ``ExecuteTrajectory`` action, served by the realtime_loop node (listener side).
+
+A goal is validated and handed to the loop once through ``TrajectoryClient``; the loop samples it
+on its speed-scaled time base. ``tick`` (the publisher thread, every loop tick) turns the loop's
+results into terminal states with a filled result, publishes feedback and runs the keep-alive
+watchdog: a goal sent with ``keepalive_timeout`` > 0 is stopped smoothly on its path when its
+sender's ``TrajectoryKeepAlive`` messages stop for that long (the sender died or hangs), so no
+trajectory runs on without someone watching it. The watchdog runs on the wall clock: keep-alives
+are sent on the wall clock too, whatever the loop's speed-up on simulated time.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+import actionlib
+import rospy
+from intera_compat.msg import ExecuteTrajectoryAction, ExecuteTrajectoryFeedback, ExecuteTrajectoryResult, \
+    TrajectoryKeepAlive
+
+from ..sources import trajectory as T
+from ..trajectory.client import TrajectoryClient, TrajectoryError
+
+
+@dataclass
+class _Goal:
+    gh: object
+    goal_id: str
+    traj_id: int
+    timeout: float
+    last_alive: float
+    scaling: float
+    lost: bool = False
+
+
+def goal_arrays(traj):
+    """trajectory_msgs/JointTrajectory → (names, times, positions, velocities|None, accelerations|None);
+    TrajectoryError naming the field when the points are inconsistent."""
+    names = list(traj.joint_names)
+    m = len(names)
+    pts = traj.points
+    if not names:
+        raise TrajectoryError("trajectory.joint_names is empty")
+    if not pts:
+        raise TrajectoryError("trajectory.points is empty")
+    out = {}
+    for fld in ("positions", "velocities", "accelerations"):
+        given = [len(getattr(p, fld)) for p in pts]
+        if fld != "positions" and not any(given):
+            out[fld] = None
+            continue
+        for i, k in enumerate(given):
+            if k != m:
+                raise TrajectoryError(f"trajectory.points[{i}].{fld} has {k} values for {m} joint_names"
+                                      + ("" if fld == "positions" else f" (give {fld} for every point or none)"))
+        out[fld] = [list(getattr(p, fld)) for p in pts]
+    times = [p.time_from_start.to_sec() for p in pts]
+    return names, times, out["positions"], out["velocities"], out["accelerations"]
+
+
+class ExecuteTrajectoryServer:
+    def __init__(self, client: TrajectoryClient, ns: str):
+        self.client = client
+        self.lock = threading.Lock()
+        self.goals: dict[int, _Goal] = {}  # by loop trajectory id
+        self.by_goal_id: dict[str, _Goal] = {}
+        self.server = actionlib.ActionServer(f"{ns}/execute_trajectory", ExecuteTrajectoryAction, self._on_goal,
+                                             self._on_cancel, auto_start=False)
+        rospy.Subscriber(f"{ns}/execute_trajectory_keepalive", TrajectoryKeepAlive, self._on_keepalive,
+                         queue_size=10, tcp_nodelay=True)
+        self.server.start()
+
+    # ---- callbacks (validate and hand over; no waiting) ----------------------------------
+    def _on_goal(self, gh) -> None:
+        goal = gh.get_goal()
+        gid = gh.get_goal_id().id
+        try:
+            timeout = goal.keepalive_timeout
+            if not (math.isfinite(timeout) and timeout >= 0.0):
+                raise TrajectoryError(f"keepalive_timeout is {timeout}: give seconds >= 0 (0: no watchdog)")
+            names, t, q, v, a = goal_arrays(goal.trajectory)
+            scaling = goal.time_scaling if 0.0 < goal.time_scaling <= 1.0 else 1.0
+            with self.lock:
+                traj_id = self.client.execute(t, q, v, a, names, scaling)
+                gh.set_accepted()
+                g = _Goal(gh, gid, traj_id, timeout, time.monotonic(), scaling)
+                self.goals[traj_id] = g
+                self.by_goal_id[gid] = g
+        except (TrajectoryError, ValueError) as e:
+            rospy.logerr(f"ExecuteTrajectory goal rejected: {e}")
+            gh.set_rejected(ExecuteTrajectoryResult(status=T.REJECTED, reason=T.R_INVALID, message=str(e)), str(e))
+
+    def _on_cancel(self, gh) -> None:
+        g = self.by_goal_id.get(gh.get_goal_id().id)
+        if g is not None:
+            self.client.cancel(g.traj_id)
+
+    def _on_keepalive(self, msg: TrajectoryKeepAlive) -> None:
+        g = self.by_goal_id.get(msg.goal_id)
+        if g is None:
+            return
+        g.last_alive = time.monotonic()
+        s = msg.time_scaling
+        if s == s and s != g.scaling:  # NaN keeps the current scaling
+            g.scaling = s
+            try:
+                self.client.set_scaling(s)
+            except TrajectoryError:
+                pass
+
+    # ---- publisher thread ------------------------------------------------------------------
+    def tick(self, st, feedback: bool) -> None:
+        """After ``client.poll()``: answer finished goals, run the watchdog, publish feedback."""
+        if not self.goals:
+            return
+        now = time.monotonic()
+        with self.lock:
+            for tid in [t for t in self.goals if t in self.client.results]:
+                self._finish(self.goals.pop(tid), self.client.results.pop(tid))
+            for g in self.goals.values():
+                if g.timeout > 0.0 and not g.lost and now - g.last_alive > g.timeout:
+                    g.lost = True
+                    self.client.cancel(g.traj_id)
+                    rospy.logwarn(f"ExecuteTrajectory goal {g.goal_id}: no keep-alive for "
+                                  f"{now - g.last_alive:.3f} s (> {g.timeout:.3f} s); stopping the arm on its path")
+            g = self.goals.get(int(st.traj_id[0])) if feedback else None
+        if g is not None:
+            g.gh.publish_feedback(ExecuteTrajectoryFeedback(
+                state=int(st.traj_state[0]), time=float(st.traj_time[0]), duration=float(st.traj_duration[0]),
+                segment=int(st.traj_segment[0]), error=float(st.traj_error[0]), scaling=float(st.traj_scaling[0])))
+
+    def _finish(self, g: _Goal, res) -> None:
+        self.by_goal_id.pop(g.goal_id, None)
+        reason, message = res.reason, res.message
+        if g.lost and res.status == T.CANCELLED:
+            reason, message = T.R_CLIENT_LOST, f"{res.name}: {T.REASONS[T.R_CLIENT_LOST]}"
+        p = self.client.progress()
+        result = ExecuteTrajectoryResult(status=res.status, reason=reason, joint=res.joint, message=message,
+                                         time=p.time if p.traj_id == g.traj_id else 0.0)
+        if res.status == T.SUCCEEDED:
+            g.gh.set_succeeded(result, message)
+        elif res.status in (T.CANCELLED, T.PREEMPTED):
+            g.gh.set_canceled(result, message)
+        else:
+            g.gh.set_aborted(result, message)

@@ -1,0 +1,76 @@
+"""The loop's ExecuteTrajectory action (served by realtime_loop) and its keep-alive watchdog."""
+import os
+import signal
+import subprocess
+import time
+
+import actionlib
+import numpy as np
+import pytest
+import rospy
+from intera_compat.msg import ExecuteTrajectoryAction, ExecuteTrajectoryGoal, ExecuteTrajectoryResult
+from ros_helpers import ARM, Latest, arm_positions, wait_for
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from intera_compat.msg import ExecuteTrajectoryActionResult
+
+pytestmark = pytest.mark.node
+NS = "/robot/limb/right/execute_trajectory"
+SENDER = os.path.join(os.path.dirname(__file__), "nodes", "trajectory_sender.py")
+
+
+def goal(names, times, positions, **kw):
+    jt = JointTrajectory(joint_names=names)
+    for t, q in zip(times, positions):
+        jt.points.append(JointTrajectoryPoint(positions=list(q), time_from_start=rospy.Duration.from_sec(t)))
+    return ExecuteTrajectoryGoal(trajectory=jt, **kw)
+
+
+def test_a_trajectory_runs_with_feedback_and_bad_ones_are_rejected_by_name(sim):
+    client = actionlib.SimpleActionClient(NS, ExecuteTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(20))
+    q0 = arm_positions(sim)
+    target = q0 + np.array([0, 0.2, 0, -0.2, 0, 0, 0.3])
+    feedback = []
+    client.send_goal(goal(ARM, [1.0], [target]), feedback_cb=feedback.append)
+    assert client.wait_for_result(rospy.Duration(20))
+    res = client.get_result()
+    assert res.status == ExecuteTrajectoryResult.SUCCEEDED and res.time == pytest.approx(1.0, abs=0.01)
+    assert np.abs(arm_positions(sim) - target).max() < 0.01
+    assert feedback and max(f.time for f in feedback) > 0.5 and feedback[-1].duration == pytest.approx(1.0)
+    for bad, words in ((goal(ARM, [1.0], [list(target[:6])]), "points[0].positions has 6 values"),
+                       (goal(ARM[:1] + ["elbow"], [1.0], [[0.0, 0.0]]), "'elbow' is not a joint"),
+                       (goal(ARM, [1.0], [list(target[:6]) + [float("nan")]]), "is nan"),
+                       (goal(ARM, [0.01], [target]), None),  # reachable (already there)
+                       (goal(ARM, [0.01], [q0]), "exceeds the joint velocity"),
+                       (goal(ARM, [1.0], [target], keepalive_timeout=float("inf")), "keepalive_timeout")):
+        client.send_goal(bad)
+        assert client.wait_for_result(rospy.Duration(10))
+        res = client.get_result()
+        if words is None:
+            assert res.status == ExecuteTrajectoryResult.SUCCEEDED
+            continue
+        # refused by the listener's checks: REJECTED; by the loop (from where the arm is): ABORTED
+        assert client.get_state() == (actionlib.GoalStatus.ABORTED if "exceeds" in words else
+                                      actionlib.GoalStatus.REJECTED)
+        assert res.status == ExecuteTrajectoryResult.REJECTED and words in res.message
+    assert np.abs(arm_positions(sim) - target).max() < 0.01
+
+
+def test_the_loop_stops_the_arm_when_the_sender_dies(sim, launch):
+    """The sender is SIGKILLed mid-motion: no goodbye, only the keep-alives stop."""
+    results = Latest(NS + "/result", ExecuteTrajectoryActionResult)
+    q0 = arm_positions(sim)
+    sender = launch(SENDER, "1.0", "4.0", log_name="sender.log")  # j0 +1 rad in 4 s (0.25 rad/s)
+    assert wait_for(lambda: abs(arm_positions(sim)[0] - q0[0]) > 0.2, 30)
+    os.killpg(sender.pid, signal.SIGKILL)
+    killed_at = arm_positions(sim)[0]
+    res = results.wait(5).result
+    assert res.status == ExecuteTrajectoryResult.CANCELLED and res.reason == ExecuteTrajectoryResult.R_CLIENT_LOST
+    time.sleep(0.3)
+    held = arm_positions(sim)[0]
+    # 50 ms of keep-alive timeout at 0.25 rad/s, then a jerk-limited stop: a few hundredths of a radian
+    assert held - killed_at < 0.05 and held - q0[0] < 0.6
+    time.sleep(0.5)
+    assert abs(arm_positions(sim)[0] - held) < 1e-3  # holding
+    results.close()
