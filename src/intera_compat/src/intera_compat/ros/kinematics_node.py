@@ -19,9 +19,9 @@ from sensor_msgs.msg import JointState
 from ..config import load_config
 from ..kinematics import IKSolver
 from ..model.robot_model import RobotModel
-from .realtime_node import pose_msg
+from ..kinematics.pose import in_base, se3
+from .conversions import pose_msg
 
-BASE_FRAMES = ("", "base", "/base")
 
 
 class KinematicsNode:
@@ -63,21 +63,8 @@ class KinematicsNode:
 
     def goal_in_base(self, ps: PoseStamped, what: str) -> pin.SE3:
         p, o = ps.pose.position, ps.pose.orientation
-        vals = [p.x, p.y, p.z, o.x, o.y, o.z, o.w]
-        if not all(math.isfinite(v) for v in vals):
-            raise ValueError(f"{what}.pose has a non-finite value")
-        quat = np.array([o.x, o.y, o.z, o.w])
-        nrm = np.linalg.norm(quat)
-        if nrm < 1e-6:
-            raise ValueError(f"{what}.pose.orientation is not a rotation (zero quaternion)")
-        quat /= nrm
-        goal = pin.SE3(pin.Quaternion(quat[3], quat[0], quat[1], quat[2]).toRotationMatrix(), np.array(vals[:3]))
-        frame = ps.header.frame_id
-        if frame in BASE_FRAMES:
-            return goal
-        if not self.rm.has_frame(frame.lstrip("/")):
-            raise ValueError(f"{what}.header.frame_id '{frame}' is not a frame of the robot")
-        return self.rm.fk(self.current, frame.lstrip("/")) * goal  # frame pose at the current angles
+        goal, _ = se3((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), f"{what}.pose")
+        return in_base(goal, ps.header.frame_id, self.rm.has_frame, lambda f: self.rm.fk(self.current, f), what)
 
     # ---- FK
     def handle_fk(self, req):

@@ -80,15 +80,16 @@ class LoopTrajectory:
         return self.done.wait(timeout)
 
     # ---- callbacks ---------------------------------------------------------------------------
+    # actionlib hands each callback a new ClientGoalHandle wrapper: compare with ==, not ``is``
     def _on_transition(self, gh) -> None:
-        if gh is not self.gh:
+        if gh != self.gh:
             return
         if gh.get_comm_state() == actionlib.CommState.DONE:
             self.result = gh.get_result()
             self.done.set()
 
     def _on_feedback(self, gh, fb) -> None:
-        if gh is self.gh:
+        if gh == self.gh:
             self.feedback = fb
 
     def _keepalive_loop(self) -> None:

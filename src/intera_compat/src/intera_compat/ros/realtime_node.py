@@ -13,10 +13,9 @@ import threading
 import time
 
 import numpy as np
-import pinocchio as pin
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Pose, Twist, Wrench
+from geometry_msgs.msg import Twist, Wrench
 from intera_core_msgs.msg import (EndpointState, EndpointStates, HomingCommand, HomingState, JointCommand,
                                   JointLimits, RobotAssemblyState, SEAJointState)
 from rosgraph_msgs.msg import Clock
@@ -34,6 +33,7 @@ from ..loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_STOP, MSG_SUPP
 from ..model.robot_model import RobotModel
 from ..safety.faults import describe
 from ..trajectory.client import TrajectoryClient
+from .conversions import pose_msg
 from .trajectory_server import ExecuteTrajectoryServer
 from .wrench import WrenchEstimator
 
@@ -50,15 +50,6 @@ def _percentile(hist: np.ndarray, p: float) -> float:
     if total <= 0:
         return 0.0
     return float(np.searchsorted(np.cumsum(hist), p * total))
-
-
-def pose_msg(M) -> Pose:
-    p = Pose()
-    t = M.translation
-    p.position.x, p.position.y, p.position.z = t
-    q = pin.Quaternion(M.rotation)
-    p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = q.x, q.y, q.z, q.w
-    return p
 
 
 class RealtimeLoopNode:

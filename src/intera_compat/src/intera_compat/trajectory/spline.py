@@ -119,12 +119,18 @@ def _horner(rows: np.ndarray, x: float, out: np.ndarray, tmp: np.ndarray) -> Non
     np.add(tmp, rows[0], out=out)
 
 
-def cubic_peak_acceleration(t, q, v) -> np.ndarray:
-    """Peak |acceleration| of the cubic Hermite segment between each pair of knots, (k − 1, n): the
-    acceleration is linear in time, so its peak is at one end."""
+def cubic_end_accelerations(t, q, v) -> tuple[np.ndarray, np.ndarray]:
+    """Acceleration at the start and at the end of the cubic Hermite segment between each pair of
+    knots, each (k − 1, n); it is linear in between (constant jerk (end − start) / T)."""
     T = np.diff(t)[:, None]
     c2, c3 = _cubic(np.diff(q, axis=0), v[:-1], v[1:], T)
-    return np.maximum(np.abs(2.0 * c2), np.abs(2.0 * c2 + 6.0 * c3 * T))
+    return 2.0 * c2, 2.0 * c2 + 6.0 * c3 * T
+
+
+def cubic_peak_acceleration(t, q, v) -> np.ndarray:
+    """Peak |acceleration| of each cubic Hermite segment, (k − 1, n): at one of its ends."""
+    a0, a1 = cubic_end_accelerations(t, q, v)
+    return np.maximum(np.abs(a0), np.abs(a1))
 
 
 # Derived values (a segment's mean speed, the interpolating polynomial's acceleration) may exceed

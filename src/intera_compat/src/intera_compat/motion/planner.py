@@ -1,0 +1,90 @@
+"""The motion controller's planning step: a checked ``Motion`` + the arm's configuration → a ``JointPlan``.
+
+JOINT and CARTESIAN interpolation, then the pre-motion self-collision check of the path on the
+tight collision model (PLANNED_MOTION_COLLISION), and the interpolated path that ``generate``
+returns. No ROS; the node runs it in its own process, never in the loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import RobotConfig
+from ..kinematics.ik import IKSolver
+from ..model.robot_model import RobotModel
+from ..trajectory.spline import KnotTrajectory
+from .errors import PLANNED_MOTION_COLLISION, MotionError
+from .joint_planner import JointPlan, plan_joint
+from .request import CARTESIAN, Motion
+
+COLLISION_STEP = 0.01  # rad: the path is checked at configurations at most this far apart (max over joints)
+
+
+@dataclass
+class PathPoint:
+    t: float
+    q: np.ndarray  # (n_arm,)
+    segment: int  # index of the waypoint the point is heading to (0 = the first requested waypoint)
+
+
+class MotionPlanner:
+    def __init__(self, cfg: RobotConfig, rm: RobotModel | None = None, ik: IKSolver | None = None):
+        self.cfg = cfg
+        self.rm = rm or RobotModel(cfg)
+        self.ik = ik or IKSolver(self.rm)
+        n = self.n = cfg.n_arm
+        lim = cfg.limits
+        self.lower, self.upper = lim.lower[:n], lim.upper[:n]
+        self.vmax, self.amax = lim.velocity[:n], lim.accel[:n]
+        self.max_knots = int(cfg.control.get("max_trajectory_knots", 10000))
+
+    def plan(self, motion: Motion, q_now: np.ndarray, check_collision: bool = True) -> JointPlan:
+        """``q_now``: the full configuration (config order) the motion starts from."""
+        n = self.n
+        wps = motion.waypoints
+        if motion.interpolation == CARTESIAN:
+            from .cartesian_planner import CartesianWaypoint, plan_cartesian  # TODO(lazy until it lands)
+            cart = [CartesianWaypoint(w.pose, w.q, w.linear_speed, w.linear_accel, w.rotational_speed,
+                                      w.rotational_accel, w.corner_distance, w.speed_ratio, w.accel) for w in wps]
+            plan = plan_cartesian(self.rm, self.ik, motion.tip, q_now, cart, self.lower, self.upper, self.vmax,
+                                  self.amax, max_knots=self.max_knots)
+        else:
+            plan = plan_joint(q_now[:n], np.array([w.q for w in wps]), np.array([w.speed_ratio for w in wps]),
+                              np.array([w.accel for w in wps]), self.lower, self.upper, self.vmax, self.amax,
+                              max_knots=self.max_knots)
+        if check_collision:
+            self.check_collisions(plan, q_now)
+        return plan
+
+    def check_collisions(self, plan: JointPlan, q_now: np.ndarray) -> None:
+        """Self-collision of the tight model anywhere along the path (between knots too)."""
+        q, n = q_now.copy(), self.n
+        q[:n] = plan.q[0]
+        self._collision_free(q, 0.0)
+        for k in range(1, len(plan.t)):
+            prev, nxt = plan.q[k - 1], plan.q[k]
+            steps = max(1, int(np.ceil(np.abs(nxt - prev).max() / COLLISION_STEP)))
+            for s in range(1, steps + 1):
+                q[:n] = prev + (nxt - prev) * (s / steps)
+                self._collision_free(q, float(plan.t[k]))
+
+    def _collision_free(self, q: np.ndarray, t: float) -> None:
+        if self.rm.in_collision(q):
+            pairs = ", ".join(f"{a}–{b}" for a, b in self.rm.colliding_pairs(q)[:3])
+            raise MotionError(PLANNED_MOTION_COLLISION, f"the planned path collides ({pairs}) about {t:.2f} s into "
+                                                        f"the motion, at {np.round(q[:self.n], 3).tolist()}")
+
+    def interpolated_path(self, plan: JointPlan, step: float) -> list[PathPoint]:
+        """The plan sampled every ``step`` s (and at its end), as ``generate`` returns it."""
+        traj = KnotTrajectory(self.n, len(plan.t))
+        traj.load(plan.t, plan.q, plan.v, plan.a, plan.order)
+        times = np.arange(0.0, plan.duration, step)
+        times = np.r_[times, plan.duration] if len(times) == 0 or times[-1] < plan.duration else times
+        q, v, a = np.zeros(self.n), np.zeros(self.n), np.zeros(self.n)
+        out, seg = [], 0
+        for t in times:
+            seg = traj.sample(float(t), q, v, a, seg)
+            heading = int(np.searchsorted(plan.point_times[1:], t, side="left"))
+            out.append(PathPoint(float(t), q.copy(), min(heading, len(plan.point_times) - 2)))
+        return out

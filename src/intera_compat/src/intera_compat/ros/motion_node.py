@@ -1,0 +1,359 @@
+"""``motion_controller`` node: the Intera 5.2 motion controller on ``/motion/motion_command``.
+
+It plans (``motion.planner``), hands the whole trajectory to the realtime loop once (the loop's
+ExecuteTrajectory action, with keep-alives), monitors it and always answers with a result. One goal
+is served at a time by a worker thread: a new goal (``start``, ``stop`` or ``generate``) or a
+cancel interrupts the running one, which stops smoothly on its path and ends with
+``result=False`` before the new goal is served from where the arm stopped.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import actionlib
+import numpy as np
+import rospy
+from geometry_msgs.msg import Pose
+from intera_core_msgs.msg import RobotAssemblyState, SEAJointState
+from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandFeedback, MotionCommandGoal,
+                                    MotionCommandResult, MotionStatus, TrajectoryAnalysis, WaypointSimple)
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Empty
+
+from ..config import load_config
+from ..motion import errors as E
+from ..motion.analysis import Analysis, Tracking, planned
+from ..motion.errors import MotionError
+from ..motion.planner import MotionPlanner
+from ..motion.request import TrajectoryRequest, WaypointRequest, validate
+from ..sources import trajectory as T
+from .loop_trajectory import LoopTrajectory
+from .realtime_node import pose_msg
+
+HAVE_NOT_REACHED_FIRST_WAYPOINT = MotionCommandResult.HAVE_NOT_REACHED_FIRST_WAYPOINT
+GENERAL_TRAJECTORY_FAILURE = MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
+# MotionCommandGoal.MOTION_GENERATE is "generate  # Generate path, but do not run" (a string constant keeps its
+# comment on the wire); clients send "generate"
+GENERATE = ("generate", MotionCommandGoal.MOTION_GENERATE)
+SUPPRESS_PERIOD = 0.2  # s: suppress_collision_avoidance counts while it arrives faster than 5 Hz
+STATE_TIMEOUT = 1.0  # s: joint states older than this mean the robot is not running
+TRACKING_SLOWDOWN = (0.02, 0.1)  # rad of tracking error: full speed below, the minimum time rate above
+
+
+def request_from_msg(tr) -> TrajectoryRequest:
+    """intera_motion_msgs/Trajectory → plain data (field for field)."""
+    opt, tro = tr.trajectory_options, tr.trajectory_options.tracking_options
+    wps = []
+    for w in tr.waypoints:
+        o, p = w.options, w.pose.pose
+        wps.append(WaypointRequest(
+            list(w.joint_positions), w.active_endpoint, w.pose.header.frame_id,
+            (p.position.x, p.position.y, p.position.z),
+            (p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w),
+            o.label, o.max_joint_speed_ratio, list(o.joint_tolerances), list(o.max_joint_accel), o.max_linear_speed,
+            o.max_linear_accel, o.max_rotational_speed, o.max_rotational_accel, o.corner_distance))
+    return TrajectoryRequest(tr.label, list(tr.joint_names), wps, opt.interpolation_type, opt.interaction_control,
+                             tro.use_min_time_rate, tro.min_time_rate, tro.use_max_time_rate, tro.max_time_rate,
+                             list(tro.goal_joint_tolerance), tro.use_settling_time_at_goal, tro.settling_time_at_goal,
+                             opt.path_interpolation_step)
+
+
+def analysis_msg(an: Analysis | None) -> TrajectoryAnalysis:
+    if an is None:
+        return TrajectoryAnalysis()
+    return TrajectoryAnalysis(
+        planned_duration=an.planned_duration, measured_duration=an.measured_duration,
+        min_angle_command=an.min_angle_command.tolist(), max_angle_command=an.max_angle_command.tolist(),
+        peak_speed_command=an.peak_speed_command.tolist(), peak_accel_command=an.peak_accel_command.tolist(),
+        peak_jerk_command=an.peak_jerk_command.tolist(), min_time_rate=an.min_time_rate,
+        max_time_rate=an.max_time_rate, max_position_error=an.max_position_error.tolist(),
+        max_velocity_error=an.max_velocity_error.tolist())
+
+
+class _Outcome(Exception):
+    """Ends serving a goal: the result to answer with."""
+
+    def __init__(self, ok: bool, error_id: str = "", message: str = "", preempted: bool = False):
+        super().__init__(message)
+        self.ok, self.error_id, self.message, self.preempted = ok, error_id, message, preempted
+
+
+class MotionControllerNode:
+    def __init__(self):
+        self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
+        self.planner = MotionPlanner(cfg)
+        self.rm = self.planner.rm
+        self.arm = list(cfg.joint_names)
+        self.n = len(self.arm)
+        self.all_joints = cfg.all_joints
+        L = f"/robot/limb/{cfg.limb}"
+        keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.05)))
+        self.loop = LoopTrajectory(L, keepalive_timeout=keepalive)
+        self.lock = threading.Condition()
+        self.pending = None  # the next goal handle to serve
+        self.current = None  # the goal handle being served
+        self.interrupt = False  # the current goal must stop (new goal or cancel)
+        self.requests = 0
+        self.q = None  # latest full configuration (config order) and its arrival time
+        self.q_time = 0.0
+        self.robot_state = None
+        self.suppress_times = [-1.0, -1.0]
+        self.tracking: Tracking | None = None
+        self.status = MotionStatus(motion_status=MotionStatus.MOTION_IDLE)
+        rospy.Subscriber("/robot/joint_states", JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
+        rospy.Subscriber("/robot/state", RobotAssemblyState, self._on_robot_state, queue_size=1)
+        rospy.Subscriber(f"{L}/gravity_compensation_torques", SEAJointState, self._on_sea, queue_size=1,
+                         tcp_nodelay=True)
+        rospy.Subscriber(f"{L}/suppress_collision_avoidance", Empty, self._on_suppress, queue_size=1)
+        self.pub_path = rospy.Publisher("/motion/interpolated_path", InterpolatedPath, queue_size=1, latch=True)
+        if not self.loop.wait_for_server(60.0):
+            raise RuntimeError(f"the realtime loop's {L}/execute_trajectory action did not come up")
+        self.server = actionlib.ActionServer("/motion/motion_command", MotionCommandAction, self._on_goal,
+                                             self._on_cancel, auto_start=False)
+        self.server.start()
+        threading.Thread(target=self._worker, daemon=True).start()
+        rospy.loginfo("motion controller ready on /motion/motion_command")
+
+    # ---- subscribers (store only) ------------------------------------------------------------
+    def _on_joint_states(self, msg: JointState) -> None:
+        try:
+            self.q = np.array([msg.position[msg.name.index(j)] for j in self.all_joints])
+            self.q_time = time.monotonic()
+        except (ValueError, IndexError):
+            pass
+
+    def _on_robot_state(self, msg: RobotAssemblyState) -> None:
+        self.robot_state = msg
+
+    def _on_sea(self, msg: SEAJointState) -> None:
+        tr = self.tracking
+        if tr is not None and len(msg.commanded_position) == self.n:
+            tr.sample(msg.commanded_position, msg.actual_position, msg.commanded_velocity, msg.actual_velocity)
+
+    def _on_suppress(self, _msg) -> None:
+        self.suppress_times = [self.suppress_times[1], time.monotonic()]
+
+    def collision_check_suppressed(self) -> bool:
+        a, b = self.suppress_times
+        now = time.monotonic()
+        return a > 0.0 and b - a < SUPPRESS_PERIOD and now - b < SUPPRESS_PERIOD
+
+    # ---- action server callbacks ---------------------------------------------------------------
+    def _on_goal(self, gh) -> None:
+        gh.set_accepted()
+        with self.lock:
+            older, self.pending = self.pending, gh
+            if self.current is not None:
+                self.interrupt = True
+            self.lock.notify_all()
+        if older is not None:  # never served: replaced by a newer goal before its turn
+            self._answer(older, _Outcome(False, message="replaced by a newer goal", preempted=True), None, -1)
+
+    def _on_cancel(self, gh) -> None:
+        with self.lock:
+            if gh is self.pending:
+                self.pending = None
+            elif gh is self.current:
+                self.interrupt = True
+                return
+            else:
+                return
+        self._answer(gh, _Outcome(False, message="cancelled before it started", preempted=True), None, -1)
+
+    # ---- the worker ----------------------------------------------------------------------------
+    def _worker(self) -> None:
+        while not rospy.is_shutdown():
+            with self.lock:
+                while self.pending is None and not rospy.is_shutdown():
+                    self.lock.wait(0.1)
+                gh, self.pending = self.pending, None
+                self.current, self.interrupt = gh, False
+            if gh is None:
+                return
+            try:
+                self._serve(gh)
+            except Exception as e:  # never leave a goal without a result
+                rospy.logerr(f"motion controller: unexpected failure: {e!r}")
+                self._answer(gh, _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, str(e)), None,
+                             GENERAL_TRAJECTORY_FAILURE)
+            finally:
+                with self.lock:
+                    self.current = None
+
+    def _serve(self, gh) -> None:
+        goal: MotionCommandGoal = gh.get_goal()
+        self.requests += 1
+        label = goal.trajectory.label
+        if goal.command == MotionCommandGoal.MOTION_STOP:
+            self._status(MotionStatus.MOTION_IDLE, label, 0)
+            self._answer(gh, _Outcome(True, message="stopped"), None, GENERAL_TRAJECTORY_FAILURE)
+            return
+        try:
+            start = goal.command == MotionCommandGoal.MOTION_START
+            if not start and goal.command not in GENERATE:
+                raise MotionError(E.INVALID_TRAJECTORY_MESSAGE, f"command is {goal.command!r}: start, stop or generate")
+            self._status(MotionStatus.MOTION_PENDING, label, 0)
+            q_now = self._configuration()
+            motion = validate(request_from_msg(goal.trajectory), self.arm, self.cfg.limits.accel[:self.n],
+                              self.cfg.tips, self.rm.has_frame, lambda f: self.rm.fk(q_now, f))
+            for w in motion.warnings:
+                rospy.logwarn(f"motion request {label!r}: {w}")
+            if start:
+                self._require_enabled()
+            suppressed = self.collision_check_suppressed()
+            if suppressed:
+                rospy.logwarn("motion controller: suppress_collision_avoidance is being received: "
+                              "the planned path is not checked for self-collisions")
+            plan = self.planner.plan(motion, q_now, check_collision=not suppressed)
+        except MotionError as e:
+            rospy.logerr(f"motion request {label!r} refused: {e}")
+            self._status(MotionStatus.MOTION_ERROR, label, 0)
+            self._answer(gh, _Outcome(False, e.error_id, e.detail), None, GENERAL_TRAJECTORY_FAILURE)
+            return
+        analysis = planned(plan)
+        if not start:
+            if motion.path_interpolation_step > 0.0:
+                self._publish_path(label, motion, plan)
+            self._status(MotionStatus.MOTION_DONE, label, 0)
+            self._answer(gh, _Outcome(True, message="generated"), analysis, HAVE_NOT_REACHED_FIRST_WAYPOINT)
+            return
+        if self.interrupt:  # a newer goal arrived while planning
+            self._answer(gh, _Outcome(False, message="replaced by a newer goal", preempted=True), analysis,
+                         HAVE_NOT_REACHED_FIRST_WAYPOINT)
+            return
+        self._execute(gh, label, motion, plan, analysis)
+
+    def _configuration(self) -> np.ndarray:
+        if self.q is None or time.monotonic() - self.q_time > STATE_TIMEOUT:
+            raise MotionError(E.CONTROLLER_NOT_FOLLOWING, "no recent /robot/joint_states: is the robot running?")
+        return self.q.copy()
+
+    def _require_enabled(self) -> None:
+        rs = self.robot_state
+        if rs is None or not rs.enabled or rs.stopped or rs.error:
+            why = "no /robot/state" if rs is None else ("stopped" if rs.stopped else "in error" if rs.error
+                                                         else "not enabled")
+            raise MotionError(E.CONTROLLER_NOT_FOLLOWING, f"the robot is {why}: enable it first")
+
+    # ---- execution and monitoring -------------------------------------------------------------
+    def _execute(self, gh, label, motion, plan, analysis: Analysis) -> None:
+        W = len(motion.waypoints)
+        tracking = Tracking(analysis)
+        self.tracking = tracking
+        started = rospy.get_time()
+        self.loop.send(self.arm, plan.t, plan.q, plan.v, scaling=motion.max_time_rate)
+        self._status(MotionStatus.MOTION_RUNNING, label, 0)
+        outcome = None
+        k = 0
+        while not self.loop.wait(0.01):
+            if self.interrupt:
+                self._status(MotionStatus.MOTION_STOPPING, label, self._passed(plan) + 1)
+                self.loop.cancel()
+                self.loop.wait(5.0)
+                outcome = _Outcome(False, message="stopped by a newer goal or a cancel", preempted=True)
+                break
+            fb = self.loop.feedback
+            if fb is not None and fb.state == T.TRAJ_RUNNING:
+                tracking.rate(fb.scaling)
+                if motion.min_time_rate < motion.max_time_rate:
+                    self.loop.set_scaling(self._time_rate(motion, fb.error))
+            k += 1
+            if k % 10 == 0:
+                self._status(MotionStatus.MOTION_RUNNING, label, min(self._passed(plan) + 1, W - 1))
+            if rospy.is_shutdown():
+                self.loop.cancel()
+                return
+        self.tracking = None
+        analysis.measured_duration = rospy.get_time() - started
+        last = self._passed(plan)
+        if outcome is None:
+            outcome = self._loop_outcome(self.loop.result)
+            if outcome is None:  # the loop ran it to its end: did the arm settle on the goal?
+                outcome = self._settle(plan, motion)
+                last = W - 1
+                analysis.measured_duration = rospy.get_time() - started
+        self._status(MotionStatus.MOTION_DONE if outcome.ok else
+                     MotionStatus.MOTION_PREEMPTED if outcome.preempted else MotionStatus.MOTION_ERROR,
+                     label, max(last, 0))
+        if not outcome.ok:
+            (rospy.logwarn if outcome.preempted else rospy.logerr)(
+                f"motion {label!r}: {outcome.error_id or 'preempted'}: {outcome.message}")
+        self._answer(gh, outcome, analysis, last)
+
+    def _passed(self, plan) -> int:
+        """Index of the last waypoint passed (-1: none) by the loop's trajectory time."""
+        fb = self.loop.feedback
+        t = fb.time if fb is not None else 0.0
+        return int(np.searchsorted(plan.point_times[1:], t + 1e-6, side="right")) - 1
+
+    @staticmethod
+    def _time_rate(motion, error: float) -> float:
+        lo, hi = TRACKING_SLOWDOWN
+        x = min(max((error - lo) / (hi - lo), 0.0), 1.0)
+        return motion.max_time_rate - x * (motion.max_time_rate - motion.min_time_rate)
+
+    def _loop_outcome(self, res) -> _Outcome | None:
+        """The loop's result → None (ran to its end) or the failure."""
+        if res is None:
+            return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, "the realtime loop gave no result")
+        if res.status == T.SUCCEEDED:
+            return None
+        if res.reason in (T.R_START_DEVIATION, T.R_INVALID, T.R_TOO_LONG, T.R_LIMITS):
+            return _Outcome(False, E.FAILED_TO_PARAMETERIZE, f"the realtime loop refused the trajectory: {res.message}")
+        return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, f"the realtime loop stopped the trajectory: {res.message}")
+
+    def _settle(self, plan, motion) -> _Outcome:
+        goal = plan.q[-1]
+        tol = np.minimum(motion.goal_tolerance, motion.waypoints[-1].tolerance)
+        end = time.monotonic() + motion.settling_time
+        err = np.abs(self._configuration()[:self.n] - goal)
+        while np.any(err > tol):
+            if time.monotonic() > end or self.interrupt or rospy.is_shutdown():
+                j = int(np.argmax(err - tol))
+                return _Outcome(False, E.FINAL_POSE_NOT_WITHIN_TOLERANCE,
+                                f"{self.arm[j]} is {err[j]:.3g} rad from its goal (tolerance {tol[j]:.3g} rad) "
+                                f"{motion.settling_time:.2f} s after the planned end")
+            time.sleep(0.01)
+            err = np.abs(self._configuration()[:self.n] - goal)
+        return _Outcome(True)
+
+    # ---- answers and feedback ---------------------------------------------------------------
+    def _status(self, status: str, label: str, waypoint: int) -> None:
+        s = self.status
+        s.header.stamp = rospy.Time.now()
+        s.motion_status, s.current_trajectory, s.current_waypoint, s.motion_request = status, label, waypoint, \
+            self.requests
+        gh = self.current
+        if gh is not None:
+            gh.publish_feedback(MotionCommandFeedback(status=s))
+
+    def _answer(self, gh, outcome: _Outcome, analysis: Analysis | None, last: int) -> None:
+        res = MotionCommandResult(result=outcome.ok, errorId=outcome.error_id, trajectory_analysis=analysis_msg(analysis),
+                                  last_successful_waypoint=last)
+        text = outcome.message or outcome.error_id
+        if outcome.ok:
+            gh.set_succeeded(res, text)
+        elif outcome.preempted:
+            gh.set_canceled(res, text)
+        else:
+            gh.set_aborted(res, text)
+
+    def _publish_path(self, label, motion, plan) -> None:
+        q_full = self.q.copy()
+        msg = InterpolatedPath(label=label, joint_names=self.arm)
+        msg.header.stamp = rospy.Time.now()
+        msg.header.frame_id = self.cfg.base_frame
+        for p in self.planner.interpolated_path(plan, motion.path_interpolation_step):
+            q_full[:self.n] = p.q
+            msg.interpolated_path.append(WaypointSimple(joint_positions=p.q.tolist(), active_endpoint=motion.tip,
+                                                        pose=pose_msg(self.rm.fk(q_full, motion.tip)) if
+                                                        self.rm.has_frame(motion.tip) else Pose(),
+                                                        segment_index=p.segment, time=p.t))
+        self.pub_path.publish(msg)
+
+
+def main():
+    rospy.init_node("motion_controller")
+    MotionControllerNode()
+    rospy.spin()

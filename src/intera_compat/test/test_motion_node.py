@@ -1,0 +1,203 @@
+"""The motion controller (/motion/motion_command) as the SDK's motion examples drive it."""
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import actionlib
+import numpy as np
+import pytest
+import rospy
+from geometry_msgs.msg import PoseStamped
+from intera_core_msgs.msg import JointCommand, RobotAssemblyState
+from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandGoal, MotionCommandResult,
+                                    Trajectory, TrajectoryOptions, Waypoint, WaypointOptions)
+from ros_helpers import ARM, Latest, arm_positions, publisher, wait_for
+from std_msgs.msg import Bool, Empty
+
+pytestmark = pytest.mark.node
+EXPRESS = [10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0]
+NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
+
+
+def options(speed=0.3, accel=EXPRESS, **kw):
+    return WaypointOptions(label="default", max_joint_speed_ratio=speed, joint_tolerances=[],
+                           max_joint_accel=list(accel), max_linear_speed=0.6, max_linear_accel=0.6,
+                           max_rotational_speed=1.57, max_rotational_accel=1.57, **kw)
+
+
+def joint_goal(points, speed=0.3, label="default", command="start", **traj_kw):
+    """As MotionTrajectory + MotionWaypoint build it: every waypoint carries joint angles and options."""
+    wps = [Waypoint(joint_positions=list(q), active_endpoint="right_hand", pose=PoseStamped(), options=options(speed))
+           for q in points]
+    opts = TrajectoryOptions(interpolation_type="JOINT", **traj_kw)
+    return MotionCommandGoal(command=command, trajectory=Trajectory(label=label, joint_names=ARM, waypoints=wps,
+                                                                    trajectory_options=opts))
+
+
+class Motion:
+    def __init__(self):
+        self.client = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
+        assert self.client.wait_for_server(rospy.Duration(60)), "motion controller did not come up"
+        self.feedback = []
+
+    def run(self, goal, timeout=60.0):
+        self.feedback = []
+        self.client.send_goal(goal, feedback_cb=lambda f: self.feedback.append(f.status))
+        assert self.client.wait_for_result(rospy.Duration(timeout)), "no result"
+        return self.client.get_result()
+
+
+@pytest.fixture
+def motion(sim):
+    return Motion()
+
+
+def test_go_to_joint_angles(sim, motion):
+    """go_to_joint_angles.py -q 0 -0.9 0 1.8 0 -0.9 0 -s 0.3: waypoint 0 = the current angles."""
+    target = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
+    res = motion.run(joint_goal([arm_positions(sim), target]))
+    assert res.result and res.errorId == "" and res.last_successful_waypoint == 1
+    assert np.abs(arm_positions(sim) - target).max() < 0.0087
+    an = res.trajectory_analysis
+    assert an.planned_duration > 0.5 and an.measured_duration >= an.planned_duration * 0.95
+    assert max(an.peak_speed_command[i] / v for i, v in enumerate([1.74, 1.328, 1.957, 1.957, 3.485, 3.485, 4.545])) \
+        <= 0.3 * 1.001
+    assert max(an.max_position_error) < 0.01 and an.min_time_rate == pytest.approx(1.0)
+    states = [f.motion_status for f in motion.feedback]
+    assert "running" in states and states[-1] == "done" and motion.feedback[-1].current_trajectory == "default"
+
+
+def random_walk(start, lower, upper, n=5, seed=1234, pad=0.1, dist=0.05):
+    """send_random_trajectory.py's RandomWalk (Python's random, seeded), reproduced."""
+    import random
+
+    random.seed(seed)
+    last, out = list(start), []
+    for _ in range(n):
+        point = []
+        for lo, q, hi in zip(lower, last, upper):
+            r = hi - lo
+            a, b = max(lo + pad * r, q - dist * r), min(hi - pad * r, q + dist * r)
+            if a > b:
+                a, b = lo + pad * r, hi - pad * r
+            point.append(a + (b - a) * random.random())
+        out.append(point)
+        last = point
+    return out
+
+
+def test_send_random_trajectory_passes_every_waypoint_then_a_new_goal_and_stop(sim, motion):
+    """send_random_trajectory.py -n 5 -t JOINT -s 0.5 --rng_seed 1234, then stop_motion_trajectory.py mid-motion."""
+    from intera_core_msgs.msg import JointLimits
+
+    lim = Latest("/robot/joint_limits", JointLimits).wait(5)
+    q0 = arm_positions(sim)
+    walk = random_walk(q0, lim.position_lower[:7], lim.position_upper[:7])
+    res = motion.run(joint_goal([q0] + walk, speed=0.5))
+    assert res.result and res.last_successful_waypoint == 5, res
+    assert np.abs(arm_positions(sim) - walk[-1]).max() < 0.0087
+    assert sorted({f.current_waypoint for f in motion.feedback if f.motion_status == "running"})[-1] >= 4
+
+    # a long slow motion, then stop_motion_trajectory.py from a second client: both goals answered
+    far = np.array(NEUTRAL[:6] + [0.0]) + np.array([0.8, 0, 0, 0, 0, 0, 0])
+    motion.client.send_goal(joint_goal([arm_positions(sim), far], speed=0.1))
+    assert wait_for(lambda: np.abs(arm_positions(sim) - walk[-1]).max() > 0.05, 20)
+    stopper = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
+    assert stopper.wait_for_server(rospy.Duration(10))
+    stopper.send_goal(MotionCommandGoal(command="stop", trajectory=Trajectory()))
+    assert stopper.wait_for_result(rospy.Duration(10)) and stopper.get_result().result
+    assert motion.client.wait_for_result(rospy.Duration(10))
+    first = motion.client.get_result()
+    assert not first.result and first.last_successful_waypoint == 0  # waypoint 0 = where it started
+    time.sleep(0.5)
+    held = arm_positions(sim)
+    time.sleep(0.5)
+    assert np.abs(arm_positions(sim) - held).max() < 3e-3 and np.abs(held - far).max() > 0.1  # stopped on the way
+    # stop when idle is answered too
+    stopper.send_goal(MotionCommandGoal(command="stop", trajectory=Trajectory()))
+    assert stopper.wait_for_result(rospy.Duration(10)) and stopper.get_result().result
+
+    # a new start during motion stops the first and plans the second from where the arm stopped
+    motion.client.send_goal(joint_goal([arm_positions(sim), far], speed=0.1))
+    assert wait_for(lambda: np.abs(arm_positions(sim) - held).max() > 0.05, 20)
+    second = Motion()
+    res = second.run(joint_goal([arm_positions(sim), NEUTRAL], speed=0.5))
+    assert res.result and np.abs(arm_positions(sim) - NEUTRAL).max() < 0.0087
+    assert motion.client.wait_for_result(rospy.Duration(5)) and not motion.client.get_result().result
+
+
+def test_error_ids_of_requests_the_controller_cannot_carry_out(sim, motion):
+    q0 = arm_positions(sim)
+    # inconsistent message: nothing moves
+    bad = joint_goal([q0, NEUTRAL])
+    bad.trajectory.waypoints[1].joint_positions = NEUTRAL[:6]
+    res = motion.run(bad)
+    assert not res.result and res.errorId == "INVALID_TRAJECTORY_MESSAGE"
+    assert res.last_successful_waypoint == MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
+    # interaction along a trajectory (go_to_joint_angles_in_contact.py): refused clearly until it exists
+    res = motion.run(joint_goal([q0, NEUTRAL], interaction_control=True))
+    assert not res.result and res.errorId == "INVALID_TRAJECTORY_MESSAGE"
+    # a path through a self-collision
+    fold = list(NEUTRAL)
+    fold[3] = 3.0
+    res = motion.run(joint_goal([q0, fold]))
+    assert not res.result and res.errorId == "PLANNED_MOTION_COLLISION"
+    # more distinct waypoints than the loop's trajectory (10 000 knots) can hold
+    zigzag = [np.array(q0) + np.array([0.01 * (k % 2), 0, 0, 0, 0, 0, 0]) for k in range(5001)]
+    res = motion.run(joint_goal(zigzag))
+    assert not res.result and res.errorId == "FAILED_TO_PARAMETERIZE"
+    assert np.abs(arm_positions(sim) - q0).max() < 1e-3
+    # a goal tolerance the arm cannot settle into within the settling time
+    from intera_motion_msgs.msg import TrackingOptions
+
+    target = np.array(q0) + np.array([0, 0, 0, 0, 0, 0, 0.3])
+    tight = TrackingOptions(goal_joint_tolerance=[1e-7], use_settling_time_at_goal=True, settling_time_at_goal=0.01)
+    res = motion.run(joint_goal([q0, target], tracking_options=tight))
+    assert not res.result and res.errorId == "FINAL_POSE_NOT_WITHIN_TOLERANCE" and res.last_successful_waypoint == 1
+    # generate: planned, not run; the interpolated path on /motion/interpolated_path
+    path = Latest("/motion/interpolated_path", InterpolatedPath)
+    res = motion.run(joint_goal([arm_positions(sim), NEUTRAL], command="generate", path_interpolation_step=0.1))
+    assert res.result and res.trajectory_analysis.planned_duration > 0.2
+    p = path.wait(5)
+    assert p.joint_names == ARM and len(p.interpolated_path) >= 3
+    assert np.allclose(p.interpolated_path[-1].joint_positions, NEUTRAL, atol=1e-6)
+    assert p.interpolated_path[-1].time == pytest.approx(res.trajectory_analysis.planned_duration)
+    assert np.abs(arm_positions(sim) - target).max() < 0.01  # generate did not move the arm
+
+
+def test_disable_mid_motion_is_controller_not_following(sim, motion):
+    state = Latest("/robot/state", RobotAssemblyState)
+    en = publisher("/robot/set_super_enable", Bool)
+    far = np.array(arm_positions(sim)) + np.array([0.8, 0, 0, 0, 0, 0, 0])
+    motion.client.send_goal(joint_goal([arm_positions(sim), far], speed=0.1))
+    assert wait_for(lambda: motion.client.get_state() == actionlib.GoalStatus.ACTIVE, 10)
+    time.sleep(0.5)
+    en.publish(False)
+    assert motion.client.wait_for_result(rospy.Duration(10))
+    res = motion.client.get_result()
+    assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING"
+    # disabled: a new goal is refused the same way, without moving
+    res = motion.run(joint_goal([arm_positions(sim), far]))
+    assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING"
+    assert wait_for(lambda: state.msg.enabled, 5, every=lambda: en.publish(True))
+    state.close()
+
+
+def test_killing_the_controller_mid_motion_holds_the_arm_and_it_serves_again(sim, motion):
+    q0 = arm_positions(sim)
+    far = q0 + np.array([1.0, 0, 0, 0, 0, 0, 0])
+    motion.client.send_goal(joint_goal([q0, far], speed=0.2))
+    assert wait_for(lambda: abs(arm_positions(sim)[0] - q0[0]) > 0.1, 20)
+    pid = int(subprocess.check_output(["pgrep", "-f", "intera_compat/motion_controller"]).split()[0])
+    os.kill(pid, signal.SIGKILL)
+    killed = arm_positions(sim)
+    time.sleep(1.0)
+    held = arm_positions(sim)
+    assert abs(held[0] - killed[0]) < 0.1 and abs(held[0] - far[0]) > 0.3  # stopped soon, far from the goal
+    time.sleep(0.5)
+    assert np.abs(arm_positions(sim) - held).max() < 1e-3
+    again = Motion()  # respawned by the launch file
+    res = again.run(joint_goal([arm_positions(sim), q0], speed=0.5))
+    assert res.result and np.abs(arm_positions(sim) - q0).max() < 0.0087
