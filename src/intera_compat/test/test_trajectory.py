@@ -219,3 +219,18 @@ def test_the_sender_scaling_in_the_execute_message_applies_from_the_start(loop):
         loop.run(0.05)
         assert loop.trajectories.progress().scaling == 1.0
         assert loop.trajectories.wait(tid, 1.0, step=loop.step).status == T.SUCCEEDED
+
+
+def test_a_fast_trajectory_is_tracked_within_a_milliradian(loop):
+    """Inverse dynamics + the identified friction fed forward: the light wrist joints at 3 rad/s too."""
+    q0 = loop.arm_q
+    goal = q0 + np.array([0.5, -0.4, 0.5, -0.5, 1.5, -1.5, -3.0])
+    t, q, v, a = min_jerk(q0, goal, 1.4)  # j6 peaks at 4.0 rad/s
+    tid = loop.trajectories.execute(t, q, v, a)
+    worst = 0.0
+    while tid not in loop.trajectories.results:
+        loop.step()
+        st = loop.state.local
+        worst = max(worst, float(np.abs(st.cmd_position[:7] - st.position[:7]).max()))
+    assert loop.trajectories.results[tid].status == T.SUCCEEDED
+    assert worst < 1e-3

@@ -1,11 +1,14 @@
 """Torque arms: inverse dynamics (pinocchio RNEA) with PID feedback.
 
     a_cmd = a_d + kp (q_d − q) + kd (v_d − v) + ki ∫(q_d − q)
-    τ     = RNEA(q, v, a_cmd)            (gravity + Coriolis + inertial feed-forward)
+    τ     = RNEA(q, v, a_cmd) + b v_d + f_c sat(v_d / v_ε)   (rigid body + identified joint friction)
 
 Gains are per joint in acceleration units (1/s², 1/s, 1/s³), so the same numbers suit heavy
 shoulder and light wrist joints. The integral (clamped) removes friction-induced offset so
-position commands settle far inside Intera's 0.5° tolerance. Joints flagged ``torque_only``
+position commands settle far inside Intera's 0.5° tolerance. The friction feed-forward (viscous ``b``,
+Coulomb ``f_c`` smoothed over ``v_ε``, on the desired velocity so measurement noise does not reach
+it) takes the velocity-dependent share off the feedback, which is what keeps light wrist joints on
+a fast trajectory. Joints flagged ``torque_only``
 get gravity compensation plus the commanded torque and no feedback; ``gravity`` False removes
 gravity compensation from every joint (``suppress_gravity_compensation``).
 """
@@ -20,7 +23,8 @@ from .base import ControlLaw
 
 
 class InverseDynamicsLaw(ControlLaw):
-    def __init__(self, rm: RobotModel, kp, kd, ki, integral_limit, dt: float):
+    def __init__(self, rm: RobotModel, kp, kd, ki, integral_limit, dt: float, viscous=None, coulomb=None,
+                 friction_velocity: float = 0.02):
         self.rm = rm
         self.kp = np.asarray(kp, float)
         self.kd = np.asarray(kd, float)
@@ -32,6 +36,11 @@ class InverseDynamicsLaw(ControlLaw):
         self.a_cmd = np.zeros(n)
         self.gravity = np.zeros(n)  # of the last cycle where it was computed
         self._e = np.zeros(n)
+        self.viscous = np.zeros(n) if viscous is None else np.asarray(viscous, float)
+        self.coulomb = np.zeros(n) if coulomb is None else np.asarray(coulomb, float)
+        self._inv_vf = 1.0 / friction_velocity
+        self.friction = bool(np.any(self.viscous) or np.any(self.coulomb))
+        self._f = np.zeros(n)
 
     def reset(self) -> None:
         self.integral[:] = 0.0
@@ -57,6 +66,15 @@ class InverseDynamicsLaw(ControlLaw):
             self.integral[free] = 0.0
         tau = cmd.effort
         self.rm.rnea(q, v, a, out=tau)
+        if self.friction:
+            f = self._f
+            np.multiply(sp.v, self._inv_vf, out=f)
+            np.minimum(f, 1.0, out=f)
+            np.maximum(f, -1.0, out=f)
+            f *= self.coulomb
+            np.multiply(sp.v, self.viscous, out=e)
+            f += e
+            tau += f
         if any_free or not sp.gravity:
             g = self.gravity
             self.rm.gravity(q, out=g)

@@ -32,7 +32,9 @@ def make_adapter(backend: Backend, cfg: RobotConfig, rm: RobotModel, dt: float) 
     n = len(backend.joint_names)
     if backend.has(Capability.TORQUE):
         c = cfg.control
-        law = InverseDynamicsLaw(rm, c["kp"], c["kd"], c["ki"], c["integral_limit"], dt)
+        fr = c.get("friction") or {}
+        law = InverseDynamicsLaw(rm, c["kp"], c["kd"], c["ki"], c["integral_limit"], dt, fr.get("viscous"),
+                                 fr.get("coulomb"), float(fr.get("velocity", 0.02)))
         return BackendAdapter(backend, law, CommandMode.TORQUE)
     if backend.has(Capability.POSITION):
         return BackendAdapter(backend, DirectLaw(n), CommandMode.POSITION)
