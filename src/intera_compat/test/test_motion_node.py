@@ -201,3 +201,100 @@ def test_killing_the_controller_mid_motion_holds_the_arm_and_it_serves_again(sim
     again = Motion()  # respawned by the launch file
     res = again.run(joint_goal([arm_positions(sim), q0], speed=0.5))
     assert res.result and np.abs(arm_positions(sim) - q0).max() < 0.0087
+
+
+FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
+
+
+def cart_goal(poses, biases, tip="right_hand", corner=0.0, **opt_kw):
+    """As go_to_cartesian_pose.py builds it: CARTESIAN, speed ratio 1, the "fast" accelerations, header empty."""
+    wps = []
+    for (p, o), q in zip(poses, biases):
+        ps = PoseStamped()
+        ps.pose.position.x, ps.pose.position.y, ps.pose.position.z = p
+        ps.pose.orientation.x, ps.pose.orientation.y, ps.pose.orientation.z, ps.pose.orientation.w = o
+        o = options(1.0, FAST, corner_distance=corner)
+        for k, v in opt_kw.items():
+            setattr(o, k, v)
+        wps.append(Waypoint(joint_positions=list(q), active_endpoint=tip, pose=ps, options=o))
+    opts = TrajectoryOptions(interpolation_type="CARTESIAN")
+    return MotionCommandGoal(command="start", trajectory=Trajectory(label="default", joint_names=ARM, waypoints=wps,
+                                                                    trajectory_options=opts))
+
+
+def tip_pose(tip="right_hand"):
+    from intera_core_msgs.msg import EndpointState
+
+    m = rospy.wait_for_message(f"/robot/limb/right/endpoint_state", EndpointState, 5)
+    p, o = m.pose.position, m.pose.orientation
+    return np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w])
+
+
+def close_pose(a, b, pos_tol=0.002, rot_tol=0.01):
+    (pa, qa), (pb, qb) = a, b
+    return np.linalg.norm(pa - pb) < pos_tol and 2 * np.arccos(min(1.0, abs(float(np.dot(qa, qb))))) < rot_tol
+
+
+def test_go_to_cartesian_pose_absolute_relative_and_from_joint_angles(sim, motion):
+    import pinocchio as pin
+    from intera_core_msgs.srv import SolvePositionFK, SolvePositionFKRequest
+    from sensor_msgs.msg import JointState
+
+    # -p 0.45 0.16 0.21 -o 0 1 0 0 -t right_hand: the current angles ride along as the nullspace bias
+    goal = (np.array([0.45, 0.16, 0.21]), np.array([0.0, 1.0, 0.0, 0.0]))
+    res = motion.run(cart_goal([goal], [arm_positions(sim)]))
+    assert res.result and res.errorId == "" and res.last_successful_waypoint == 0
+    time.sleep(0.2)
+    assert close_pose(tip_pose(), goal)
+    # -R 0 0 0.05 0 0 0 -T: 5 cm along the tool's z from where it is, along a straight line
+    p, o = tip_pose()
+    R = pin.Quaternion(o[3], o[0], o[1], o[2]).toRotationMatrix()
+    goal = (p + R @ np.array([0, 0, 0.05]), o)
+    res = motion.run(cart_goal([goal], [arm_positions(sim)]))
+    assert res.result
+    time.sleep(0.2)
+    assert close_pose(tip_pose(), goal)
+    # -q 0 -0.9 0 1.8 0 -0.9 0: the pose comes from the FK service, the angles are the bias
+    q = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
+    fk = rospy.ServiceProxy("/ExternalTools/right/PositionKinematicsNode/FKService", SolvePositionFK)
+    out = fk(SolvePositionFKRequest(configuration=[JointState(name=ARM, position=q)], tip_names=["right_hand"]))
+    fp, fo = out.pose_stamp[0].pose.position, out.pose_stamp[0].pose.orientation
+    goal = (np.array([fp.x, fp.y, fp.z]), np.array([fo.x, fo.y, fo.z, fo.w]))
+    res = motion.run(cart_goal([goal], [q]))
+    assert res.result
+    time.sleep(0.2)
+    assert close_pose(tip_pose(), goal)  # along a straight line: the joints stay on the branch they started on
+
+
+def test_cartesian_random_trajectory_and_its_error_ids(sim, motion):
+    from intera_core_msgs.msg import JointLimits
+    from intera_core_msgs.srv import SolvePositionFK, SolvePositionFKRequest
+    from sensor_msgs.msg import JointState
+
+    # send_random_trajectory.py -t CARTESIAN: joint random walk, every waypoint FK'd into a pose (waypoint 0 = here)
+    lim = Latest("/robot/joint_limits", JointLimits).wait(5)
+    q0 = arm_positions(sim)
+    walk = [q0] + random_walk(q0, lim.position_lower[:7], lim.position_upper[:7], n=3, seed=7, dist=0.02)
+    fk = rospy.ServiceProxy("/ExternalTools/right/PositionKinematicsNode/FKService", SolvePositionFK)
+    poses = []
+    for q in walk:
+        out = fk(SolvePositionFKRequest(configuration=[JointState(name=ARM, position=list(q))],
+                                        tip_names=["right_hand"]))
+        fp, fo = out.pose_stamp[0].pose.position, out.pose_stamp[0].pose.orientation
+        poses.append((np.array([fp.x, fp.y, fp.z]), np.array([fo.x, fo.y, fo.z, fo.w])))
+    res = motion.run(cart_goal(poses, walk))
+    assert res.result and res.last_successful_waypoint == 3, res.errorId
+    time.sleep(0.2)
+    assert close_pose(tip_pose(), poses[-1])
+    here = tip_pose()
+    # an endpoint the model does not have
+    res = motion.run(cart_goal([here], [arm_positions(sim)], tip="right_gripper_tip"))
+    assert not res.result and res.errorId == "ENDPOINT_DOES_NOT_EXIST"
+    # out of reach
+    res = motion.run(cart_goal([(here[0] + [1.5, 0, 0], here[1])], [arm_positions(sim)]))
+    assert not res.result and res.errorId == "CARTESIAN_INTERPOLATION_FAILED"
+    # Cartesian speeds the joints cannot follow
+    res = motion.run(cart_goal([(here[0] + [0, -0.3, 0], here[1])], [arm_positions(sim)], max_linear_speed=20.0,
+                               max_linear_accel=200.0))
+    assert not res.result and res.errorId == "PLANNED_JOINT_ACCEL_LIMIT"
+    assert close_pose(tip_pose(), here)  # none of them moved the arm

@@ -14,6 +14,7 @@ from ..config import RobotConfig
 from ..kinematics.ik import IKSolver
 from ..model.robot_model import RobotModel
 from ..trajectory.spline import KnotTrajectory
+from .cartesian_planner import CartesianWaypoint, plan_cartesian
 from .errors import PLANNED_MOTION_COLLISION, MotionError
 from .joint_planner import JointPlan, plan_joint
 from .request import CARTESIAN, Motion
@@ -44,7 +45,6 @@ class MotionPlanner:
         n = self.n
         wps = motion.waypoints
         if motion.interpolation == CARTESIAN:
-            from .cartesian_planner import CartesianWaypoint, plan_cartesian  # TODO(lazy until it lands)
             cart = [CartesianWaypoint(w.pose, w.q, w.linear_speed, w.linear_accel, w.rotational_speed,
                                       w.rotational_accel, w.corner_distance, w.speed_ratio, w.accel) for w in wps]
             plan = plan_cartesian(self.rm, self.ik, motion.tip, q_now, cart, self.lower, self.upper, self.vmax,
