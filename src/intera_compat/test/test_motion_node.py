@@ -67,6 +67,17 @@ def test_go_to_joint_angles(sim, motion):
     assert max(an.max_position_error) < 0.01 and an.min_time_rate == pytest.approx(1.0)
     states = [f.motion_status for f in motion.feedback]
     assert "running" in states and states[-1] == "done" and motion.feedback[-1].current_trajectory == "default"
+    # send_traj_from_file.py with a minimal YAML: message defaults everywhere else ('' endpoint and
+    # interpolation type, zero options): zeros mean the Intera defaults
+    for kind in ("JOINT", ""):
+        wps = [Waypoint(joint_positions=list(q), options=WaypointOptions(max_joint_speed_ratio=0.5))
+               for q in (NEUTRAL, target)]
+        goal = MotionCommandGoal(command="start", trajectory=Trajectory(
+            label="from_file", joint_names=ARM, waypoints=wps,
+            trajectory_options=TrajectoryOptions(interpolation_type=kind)))
+        res = motion.run(goal)
+        assert res.result and res.last_successful_waypoint == 1 and motion.feedback[-1].current_trajectory == "from_file"
+        assert np.abs(arm_positions(sim) - target).max() < 0.0087
 
 
 def random_walk(start, lower, upper, n=5, seed=1234, pad=0.1, dist=0.05):
