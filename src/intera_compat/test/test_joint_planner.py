@@ -189,3 +189,15 @@ def test_random_requests_stay_within_limits_and_the_knot_budget():
         assert limit_violation(p.t, p.q, p.v, p.a, 5, VMAX, AMAX) is None
         assert np.all(p.q >= LO - 1e-9) and np.all(p.q <= HI + 1e-9)
         assert np.allclose(p.q[-1], pts[-1])
+
+
+def test_knots_survive_the_wire_rounding_times_to_nanoseconds():
+    """ROS durations carry whole nanoseconds: knots microseconds apart would turn into wild cubics."""
+    rng = np.random.default_rng(5)
+    start = CFG.full_pose("neutral")[:7]
+    for _ in range(30):
+        pts = start + rng.uniform(-0.6, 0.6, (int(rng.integers(1, 8)), 7))
+        p = plan(start, np.clip(pts, LO + 0.1, HI - 0.1), ratios=rng.uniform(0.2, 1.0))
+        assert np.diff(p.t).min() >= 1e-3 - 1e-12
+        t_wire = np.round(p.t * 1e9) / 1e9
+        assert limit_violation(t_wire, p.q, p.v, p.a, 3, VMAX, AMAX) is None

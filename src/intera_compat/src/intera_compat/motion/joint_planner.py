@@ -39,6 +39,7 @@ MIN_RATIO = 0.05  # the SDK's own floor for max_joint_speed_ratio; smaller value
 MIN_ACCEL = 0.05  # rad/s²: a max_joint_accel below this is refused (it would mean minutes-long moves)
 START_SLACK = 0.01  # rad: a start this far outside the joint range is clipped into it, further is refused
 LIMIT_MARGIN = 0.98  # plan at this fraction of every velocity and acceleration limit
+MIN_KNOT_GAP = 1e-3  # s: no two knots closer (times travel rounded to ns; a µs interval would make a wild cubic)
 GRID_PER_SEGMENT = 24  # TOPP-RA grid points per segment (the grid also has at least MIN_GRID)
 MIN_GRID = 60
 
@@ -272,6 +273,17 @@ def _grid_times(grid, sd):
     return t_grid
 
 
+def spaced(t: np.ndarray, gap: float) -> np.ndarray:
+    """The increasing times ``t`` thinned so that consecutive ones are at least ``gap`` apart; the first
+    and the last are kept."""
+    keep = [0]
+    for i in range(1, len(t) - 1):
+        if t[i] - t[keep[-1]] >= gap and t[-1] - t[i] >= gap:
+            keep.append(i)
+    keep.append(len(t) - 1)
+    return t[keep]
+
+
 def _knots(path, grid, sd, t_grid, dt, s_knots, vseg, aseg):
     """Knots every ``dt`` and at every grid point (where the path acceleration switches), so the cubic
     Hermite between knots (``JointPlan.order``) follows the profile; then, if the sampled speeds or the
@@ -281,9 +293,10 @@ def _knots(path, grid, sd, t_grid, dt, s_knots, vseg, aseg):
     T = float(t_grid[-1])
     u = (sd[1:] ** 2 - sd[:-1] ** 2) / (2.0 * ds)  # path acceleration on each interval
     even = np.linspace(0.0, T, int(np.ceil(T / dt - 1e-9)) + 1)
-    j = np.clip(np.searchsorted(t_grid, even), 1, len(t_grid) - 1)
-    near = np.minimum(np.abs(even - t_grid[j]), np.abs(even - t_grid[j - 1])) < 1e-6
-    t = np.union1d(even[~near], t_grid)
+    tg = spaced(t_grid, MIN_KNOT_GAP)  # switch points closer than the gap: the first of them is kept
+    j = np.clip(np.searchsorted(tg, even), 1, len(tg) - 1)
+    near = np.minimum(np.abs(even - tg[j]), np.abs(even - tg[j - 1])) < MIN_KNOT_GAP
+    t = np.union1d(even[~near], tg)
     i = np.clip(np.searchsorted(t_grid, t, side="right") - 1, 0, len(ds) - 1)
     tau = t - t_grid[i]
     s = np.clip(grid[i] + sd[i] * tau + 0.5 * u[i] * tau * tau, 0.0, grid[-1])
