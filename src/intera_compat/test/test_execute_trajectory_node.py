@@ -1,7 +1,6 @@
 """The loop's ExecuteTrajectory action (served by realtime_loop) and its keep-alive watchdog."""
 import os
 import signal
-import subprocess
 import time
 
 import actionlib

@@ -2,7 +2,6 @@
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import actionlib
@@ -10,11 +9,11 @@ import numpy as np
 import pytest
 import rospy
 from geometry_msgs.msg import PoseStamped
-from intera_core_msgs.msg import JointCommand, RobotAssemblyState
+from intera_core_msgs.msg import RobotAssemblyState
 from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandGoal, MotionCommandResult,
                                     Trajectory, TrajectoryOptions, Waypoint, WaypointOptions)
 from ros_helpers import ARM, Latest, arm_positions, publisher, wait_for
-from std_msgs.msg import Bool, Empty
+from std_msgs.msg import Bool
 
 pytestmark = pytest.mark.node
 EXPRESS = [10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0]
@@ -179,10 +178,19 @@ def test_error_ids_of_requests_the_controller_cannot_carry_out(sim, motion):
     assert np.abs(arm_positions(sim) - target).max() < 0.01  # generate did not move the arm
 
 
-def test_disable_mid_motion_is_controller_not_following(sim, motion):
+def test_cancel_and_disable_mid_motion(sim, motion):
     state = Latest("/robot/state", RobotAssemblyState)
     en = publisher("/robot/set_super_enable", Bool)
-    far = np.array(arm_positions(sim)) + np.array([0.8, 0, 0, 0, 0, 0, 0])
+    q0 = np.array(arm_positions(sim))
+    far = q0 + np.array([0.8, 0, 0, 0, 0, 0, 0])
+    # cancel (actionlib's cancel_goal): the arm stops short of the goal and the goal ends preempted
+    motion.client.send_goal(joint_goal([q0, far], speed=0.1))
+    assert wait_for(lambda: abs(arm_positions(sim)[0] - q0[0]) > 0.05, 20)
+    motion.client.cancel_goal()
+    assert motion.client.wait_for_result(rospy.Duration(10))
+    assert motion.client.get_state() == actionlib.GoalStatus.PREEMPTED and not motion.client.get_result().result
+    time.sleep(0.5)
+    assert abs(arm_positions(sim)[0] - far[0]) > 0.3
     motion.client.send_goal(joint_goal([arm_positions(sim), far], speed=0.1))
     assert wait_for(lambda: motion.client.get_state() == actionlib.GoalStatus.ACTIVE, 10)
     time.sleep(0.5)

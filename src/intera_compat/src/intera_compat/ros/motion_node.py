@@ -29,7 +29,7 @@ from ..motion.planner import MotionPlanner
 from ..motion.request import TrajectoryRequest, WaypointRequest, validate
 from ..sources import trajectory as T
 from .loop_trajectory import LoopTrajectory
-from .realtime_node import pose_msg
+from .conversions import pose_msg
 
 HAVE_NOT_REACHED_FIRST_WAYPOINT = MotionCommandResult.HAVE_NOT_REACHED_FIRST_WAYPOINT
 GENERAL_TRAJECTORY_FAILURE = MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
@@ -142,19 +142,21 @@ class MotionControllerNode:
     # ---- action server callbacks ---------------------------------------------------------------
     def _on_goal(self, gh) -> None:
         gh.set_accepted()
+        plan_only = gh.get_goal().command in GENERATE
         with self.lock:
             older, self.pending = self.pending, gh
-            if self.current is not None:
+            if self.current is not None and not plan_only:  # generate waits: it never stops a motion
                 self.interrupt = True
             self.lock.notify_all()
         if older is not None:  # never served: replaced by a newer goal before its turn
             self._answer(older, _Outcome(False, message="replaced by a newer goal", preempted=True), None, -1)
 
+    # actionlib hands each callback a new ServerGoalHandle wrapper: compare with ==, not ``is``
     def _on_cancel(self, gh) -> None:
         with self.lock:
-            if gh is self.pending:
+            if self.pending is not None and gh == self.pending:
                 self.pending = None
-            elif gh is self.current:
+            elif self.current is not None and gh == self.current:
                 self.interrupt = True
                 return
             else:
@@ -186,6 +188,8 @@ class MotionControllerNode:
         self.requests += 1
         label = goal.trajectory.label
         if goal.command == MotionCommandGoal.MOTION_STOP:
+            self.loop.cancel()  # whatever this client still has running in the loop stops too
+            self.loop.wait(5.0)
             self._status(MotionStatus.MOTION_IDLE, label, 0)
             self._answer(gh, _Outcome(True, message="stopped"), None, GENERAL_TRAJECTORY_FAILURE)
             return
