@@ -54,7 +54,7 @@ from ..model.robot_model import RobotModel
 from ..trajectory.spline import cubic_peak_acceleration
 from .errors import (CARTESIAN_INTERPOLATION_FAILED, ENDPOINT_DOES_NOT_EXIST, FAILED_TO_PARAMETERIZE,
                      INVALID_TRAJECTORY_MESSAGE, PLANNED_JOINT_ACCEL_LIMIT, MotionError)
-from .joint_planner import MIN_ACCEL, MIN_RATIO, START_SLACK, JointPlan
+from .joint_planner import MIN_ACCEL, MIN_RATIO, JointPlan, clip_start
 
 STEP = 0.005  # m: largest tip travel between path samples (the line is kept to µm between them)
 ROT_STEP = 0.01  # rad: largest tip rotation between path samples
@@ -443,19 +443,15 @@ def plan_cartesian(rm: RobotModel, ik: IKSolver, tip: str, start_q: np.ndarray,
     if start_q.shape != (rm.model.nq,) or not np.isfinite(start_q).all():
         raise MotionError(FAILED_TO_PARAMETERIZE, f"current joint positions unusable: {start_q}")
     _check_inputs(waypoints, n)
-    arm = start_q[:n]
-    if ((arm < lower - START_SLACK) | (arm > upper + START_SLACK)).any():
-        raise MotionError(FAILED_TO_PARAMETERIZE, "the arm is outside its joint range; move it back first")
     full = start_q.copy()
-    full[:n] = np.clip(arm, lower, upper)
+    full[:n] = clip_start(start_q[:n], lower, upper)
     W = len(waypoints)
 
     if not np.any(rm.jacobian(full, tip)[:, :n]):
         raise _fail(f"the arm joints do not move endpoint {tip!r}")
     segs, owner = _segments(rm.fk(full, tip), waypoints, vmax, amax)
     if not segs:  # every waypoint is the current pose
-        z = np.zeros((1, n))
-        return JointPlan(np.zeros(1), full[None, :n].copy(), z, z.copy(), np.zeros(W + 1), False)
+        return JointPlan.at_rest(full[:n], W)
     pieces, piece_seg, d = _pieces(segs)
     g = _grid(pieces, piece_seg, d)
     s, pid, loc, rest = g["s"], g["pid"], g["loc"], g["rest"]

@@ -58,6 +58,12 @@ class JointPlan:
     def duration(self) -> float:
         return float(self.t[-1])
 
+    @classmethod
+    def at_rest(cls, q: np.ndarray, waypoints: int) -> "JointPlan":
+        """Nothing to move: one knot at ``q`` (n,), every waypoint reached at t = 0."""
+        z = np.zeros((1, len(q)))
+        return cls(np.zeros(1), np.array(q, float)[None, :], z, z.copy(), np.zeros(waypoints + 1), False)
+
 
 class _SegmentVelocity(LinearConstraint):
     """|q'(s) ṡ| ≤ v_max of the segment holding s, as a bound on ṡ² per grid point."""
@@ -104,6 +110,14 @@ def _per_grid(s_knots: np.ndarray, seg_limits: np.ndarray, s: np.ndarray) -> np.
     return np.minimum(seg_limits[left], seg_limits[right])
 
 
+def clip_start(start: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The arm's current angles clipped into the joint range (servo noise at a limit); further than
+    START_SLACK outside it is refused."""
+    if ((start < lower - START_SLACK) | (start > upper + START_SLACK)).any():
+        raise MotionError(FAILED_TO_PARAMETERIZE, "the arm is outside its joint range; move it back first")
+    return np.clip(start, lower, upper)
+
+
 def plan_joint(start, waypoints, speed_ratios, accels, lower, upper, vmax, amax,
                sample_dt: float = 0.01, max_knots: int = 10000) -> JointPlan:
     """Plan from ``start`` (n,) through ``waypoints`` (W, n).
@@ -146,9 +160,7 @@ def plan_joint(start, waypoints, speed_ratios, accels, lower, upper, vmax, amax,
         k, j = out[0]
         raise MotionError(INVALID_TRAJECTORY_MESSAGE, f"waypoint {k} joint {j} at {pts[k, j]:.4f} rad is outside "
                           f"its range [{lower[j]:.4f}, {upper[j]:.4f}]")
-    if ((start < lower - START_SLACK) | (start > upper + START_SLACK)).any():
-        raise MotionError(FAILED_TO_PARAMETERIZE, "the arm is outside its joint range; move it back first")
-    start = np.clip(start, lower, upper)
+    start = clip_start(start, lower, upper)
 
     # distinct points; each requested point maps to the distinct point it coincides with
     allp = np.vstack((start, pts))
@@ -173,8 +185,7 @@ def plan_joint(start, waypoints, speed_ratios, accels, lower, upper, vmax, amax,
         owner[W] = 1
     P = allp[keep]
     if len(P) == 1:  # nothing to move
-        z = np.zeros((1, n))
-        return JointPlan(np.zeros(1), P.copy(), z, z.copy(), np.zeros(W + 1), False)
+        return JointPlan.at_rest(P[0], W)
     vseg, aseg = np.array(vrows), np.array(arows)
 
     chord = np.linalg.norm(np.diff(P, axis=0), axis=1)
