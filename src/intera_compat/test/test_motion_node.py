@@ -1,7 +1,6 @@
 """The motion controller (/motion/motion_command) as the SDK's motion examples drive it."""
 import os
 import signal
-import subprocess
 import time
 
 import actionlib
@@ -205,13 +204,24 @@ def test_cancel_and_disable_mid_motion(sim, motion):
     state.close()
 
 
+def node_pid(name):
+    """The pid of a node registered with this test's own master (never another session's)."""
+    import xmlrpc.client
+
+    import rosgraph
+
+    uri = rosgraph.Master("/pytest").lookupNode(name)
+    code, _, pid = xmlrpc.client.ServerProxy(uri).getPid("/pytest")
+    assert code == 1
+    return int(pid)
+
+
 def test_killing_the_controller_mid_motion_holds_the_arm_and_it_serves_again(sim, motion):
     q0 = arm_positions(sim)
     far = q0 + np.array([1.0, 0, 0, 0, 0, 0, 0])
     motion.client.send_goal(joint_goal([q0, far], speed=0.2))
     assert wait_for(lambda: abs(arm_positions(sim)[0] - q0[0]) > 0.1, 20)
-    pid = int(subprocess.check_output(["pgrep", "-f", "intera_compat/motion_controller"]).split()[0])
-    os.kill(pid, signal.SIGKILL)
+    os.kill(node_pid("/motion_controller"), signal.SIGKILL)
     killed = arm_positions(sim)
     time.sleep(1.0)
     held = arm_positions(sim)
