@@ -64,8 +64,11 @@ def test_go_to_joint_angles(sim, motion):
         <= 0.3 * 1.001
     assert max(an.max_position_error) < 0.01 and an.min_time_rate == pytest.approx(1.0)
     states = [f.motion_status for f in motion.feedback]
-    # (the final "done" feedback and the result travel on different topics: either may arrive first)
-    assert states[0] == "pending" and "running" in states and motion.feedback[-1].current_trajectory == "default"
+    # SimpleActionClient drops feedback that arrives before send_goal() has stored the goal handle, so the first
+    # "pending" may be lost; and the final "done" feedback and the result travel on different topics (either may
+    # arrive first). What must hold: running was reported, and nothing went back to pending after it.
+    assert "running" in states and "pending" not in states[states.index("running"):]
+    assert motion.feedback[-1].current_trajectory == "default"
     # send_traj_from_file.py with a minimal YAML: message defaults everywhere else ('' endpoint and
     # interpolation type, zero options): zeros mean the Intera defaults
     for kind in ("JOINT", ""):
