@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import rospy
 from geometry_msgs.msg import PoseStamped
-from intera_core_msgs.msg import RobotAssemblyState
+from intera_core_msgs.msg import JointCommand, RobotAssemblyState, SEAJointState
 from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandGoal, MotionCommandResult,
                                     Trajectory, TrajectoryOptions, Waypoint, WaypointOptions)
-from ros_helpers import ARM, Latest, arm_positions, publisher, wait_for
-from std_msgs.msg import Bool
+from ros_helpers import ARM, Latest, arm_positions, publisher, send_positions, wait_for
+from std_msgs.msg import Bool, Float64
 
 pytestmark = pytest.mark.node
 EXPRESS = [10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0]
@@ -205,6 +205,53 @@ def test_cancel_and_disable_mid_motion(sim, motion):
     assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING"
     assert wait_for(lambda: state.msg.enabled, 5, every=lambda: en.publish(True))
     state.close()
+
+
+class SetpointLog:
+    """Every gravity_compensation_torques message: the loop's arm setpoint at 100 Hz."""
+
+    def __init__(self):
+        self.q, self.v = [], []
+        self.sub = rospy.Subscriber("/robot/limb/right/gravity_compensation_torques", SEAJointState, self._cb,
+                                    queue_size=1000)
+
+    def _cb(self, m):
+        self.q.append(m.commanded_position)
+        self.v.append(m.commanded_velocity)
+
+    def largest_velocity_step(self):
+        """Largest change of any joint's setpoint velocity between two 10 ms ticks, rad/s."""
+        self.sub.unregister()
+        return float(np.abs(np.diff(np.array(self.v), axis=0)).max())
+
+
+def test_a_start_while_another_source_moves_the_arm_waits_for_rest_or_refuses(sim, motion):
+    """A plan from a moving arm would leave the path it was checked on (or step the velocity): the controller
+    waits for the setpoint to come to rest, and refuses if it does not within 2 s."""
+    cmd = publisher("/robot/limb/right/joint_command", JointCommand)
+    ratio = publisher("/robot/limb/right/set_speed_ratio", Float64, latch=True)
+    q0 = arm_positions(sim)
+    log = SetpointLog()
+    send_positions(cmd, q0 + [0, 0, 0, 0, 0.4, 0, 0])  # one command: tracked to its target (about 0.6 s)
+    assert wait_for(lambda: log.v and max(map(abs, log.v[-1])) > 0.3, 5)
+    target = q0 + [0.3, 0, 0, 0, 0.4, 0, 0]  # j4 where the position command takes it
+    res = motion.run(joint_goal([q0, target]))
+    assert res.result, res.errorId
+    assert np.abs(arm_positions(sim) - target).max() < 0.0087
+    # the position command finished first, then the motion ran from rest: no velocity step between
+    assert log.largest_velocity_step() < 0.2  # 20 rad/s² over a 10 ms tick; a restart from rest would be ~100×
+    # a source that keeps the arm moving: refused after REST_WAIT, and the arm goes on with that source
+    ratio.publish(Float64(0.05))
+    try:
+        send_positions(cmd, target - [0, 0, 0, 0, 0.8, 0, 0])  # 0.8 rad at 0.17 rad/s: about 5 s
+        assert wait_for(lambda: abs(arm_positions(sim)[4] - target[4]) > 0.02, 5)
+        t0 = time.monotonic()
+        res = motion.run(joint_goal([arm_positions(sim), q0]))
+        assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING" and time.monotonic() - t0 > 1.9
+        assert "still moving" in motion.client.get_goal_status_text()
+        assert wait_for(lambda: abs(arm_positions(sim)[4] - (target[4] - 0.8)) < 0.0087, 15)
+    finally:
+        ratio.publish(Float64(0.3))
 
 
 def node_pid(name):

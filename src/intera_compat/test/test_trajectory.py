@@ -77,26 +77,59 @@ def test_scaling_slows_pauses_and_resumes_without_aborting(loop):
     assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
 
 
-def test_cancel_is_a_smooth_stop_then_a_cancelled_result(loop):
+def curve(q0, duration, k=81):
+    """j0 sweeps out (min-jerk), j1 goes out and back (a sine bump): a curved path in joint space."""
+    t = np.linspace(0.0, duration, k)
+    s, w = t / duration, np.pi / duration
+    q, v, a = np.tile(q0, (k, 1)), np.zeros((k, 7)), np.zeros((k, 7))
+    q[:, 0] += 1.0 * (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5)
+    v[:, 0] = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration
+    a[:, 0] = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2
+    q[:, 1] += 0.3 * np.sin(w * t) ** 2
+    v[:, 1] = 0.3 * w * np.sin(2 * w * t)
+    a[:, 1] = 0.6 * w * w * np.cos(2 * w * t)
+    return t, q, v, a
+
+
+def test_cancel_decelerates_along_the_path_then_reports_cancelled(loop):
     q0 = loop.arm_q
-    t, q, v, a = min_jerk(q0, q0 + np.array([1.0, 0, 0, 0, 0, 0, 0]), 2.0)
+    t, q, v, a = curve(q0, 2.0)
+    path = KnotTrajectory(7, len(t))
+    path.load(t, q, v, a, 5)
+    on_path = [np.zeros(7) for _ in range(3)]
     tid = loop.trajectories.execute(t, q, v, a)
-    loop.run(1.0)  # full speed mid-way
+    loop.run(0.8)  # fast, and j1 is reversing while j0 is still accelerating
     loop.trajectories.cancel(tid)
-    prev_v = loop.state.local.cmd_velocity[0]
-    amax = loop.cfg.limits.accel[0]
-    for _ in range(600):
+    local = loop.state.local
+    prev_v = local.cmd_velocity[:7].copy()
+    amax = loop.cfg.limits.accel[:7]
+    steps = 0
+    while tid not in loop.trajectories.results and steps < 2000:
+        tau = loop.trajectories.progress().time  # the cycle samples here, then advances the time
         loop.step()
-        v_now = loop.state.local.cmd_velocity[0]
-        assert abs(v_now - prev_v) <= amax * loop.dt * 1.01  # no velocity jump
-        prev_v = v_now
-        if tid in loop.trajectories.results:
-            break
-    assert loop.trajectories.results[tid].status == T.CANCELLED
-    assert abs(loop.state.local.cmd_velocity[0]) < 1e-9
-    stop = loop.arm_q[0]
+        steps += 1
+        assert np.all(np.abs(local.cmd_velocity[:7] - prev_v) <= amax * loop.dt * 1.01)  # no velocity jump
+        prev_v = local.cmd_velocity[:7].copy()
+        path.sample(tau, *on_path)
+        assert np.abs(local.cmd_position[:7] - on_path[0]).max() < 1e-9  # every setpoint lies on the path
+    assert loop.trajectories.results[tid].status == T.CANCELLED and 50 < steps < 1000
+    assert np.abs(local.cmd_velocity).max() < 1e-9
+    stop = loop.arm_q
     loop.run(0.5)
-    assert loop.arm_q[0] == pytest.approx(stop, abs=2e-3) and stop < q0[0] + 0.9
+    assert np.abs(loop.arm_q - stop).max() < 2e-3 and stop[0] < q0[0] + 0.9
+
+
+def test_cancel_while_paused_ends_at_once_where_the_arm_is(loop):
+    q0 = loop.arm_q
+    t, q, v, a = curve(q0, 2.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.run(0.5)
+    loop.trajectories.set_scaling(0.0)
+    loop.run(0.5)
+    here = loop.state.local.cmd_position[:7].copy()
+    loop.trajectories.cancel(tid)
+    assert loop.trajectories.wait(tid, 0.01, step=loop.step).status == T.CANCELLED
+    assert np.abs(loop.state.local.cmd_position[:7] - here).max() < 1e-12
 
 
 def test_first_point_far_from_the_arm_is_rejected_naming_the_joint(loop):
@@ -105,6 +138,16 @@ def test_first_point_far_from_the_arm_is_rejected_naming_the_joint(loop):
     res = loop.trajectories.wait(tid, 0.05, step=loop.step)
     assert res.status == T.REJECTED and res.reason == T.R_START_DEVIATION and res.joint == "right_j2"
     assert "too far" in res.message
+
+
+def test_first_point_at_zero_must_match_the_current_velocity(loop):
+    """A trajectory that starts now with the arm at rest but its first knot moving would be a velocity step."""
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([0, 0, 0, 0, 0.5, 0, 0]), 2.0, k=5)
+    v = v.copy()
+    v[0, 4] = 0.2
+    res = loop.trajectories.wait(loop.trajectories.execute(t, q, v, a), 0.05, step=loop.step)
+    assert res.status == T.REJECTED and res.reason == T.R_START_DEVIATION and res.joint == "right_j4"
 
 
 def test_first_point_later_than_zero_is_reached_from_the_arm(loop):

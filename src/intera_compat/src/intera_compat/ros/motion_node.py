@@ -37,7 +37,9 @@ GENERAL_TRAJECTORY_FAILURE = MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
 # comment on the wire); clients send "generate"
 GENERATE = ("generate", MotionCommandGoal.MOTION_GENERATE)
 SUPPRESS_PERIOD = 0.2  # s: suppress_collision_avoidance counts while it arrives faster than 5 Hz
-STATE_TIMEOUT = 1.0  # s: joint states older than this mean the robot is not running
+STATE_TIMEOUT = 0.5  # s: no arm state (gravity_compensation_torques, a fixed 100 Hz) for this long: not running
+REST_SPEED = 1e-3  # rad/s: the loop's setpoint counts as at rest below this on every joint
+REST_WAIT = 2.0  # s: how long a start waits for the arm to come to rest before refusing
 TRACKING_SLOWDOWN = (0.02, 0.1)  # rad of tracking error: full speed below, the minimum time rate above
 
 
@@ -95,8 +97,9 @@ class MotionControllerNode:
         self.current = None  # the goal handle being served
         self.interrupt = False  # the current goal must stop (new goal or cancel)
         self.requests = 0
-        self.q = None  # latest full configuration (config order) and its arrival time
-        self.q_time = 0.0
+        self.q = None  # latest full configuration (config order) from joint_states: the joints beside the arm
+        self.sea = None  # latest arm state (setpoint and measured) and its arrival time
+        self.sea_time = 0.0
         self.robot_state = None
         self.suppress_times = [-1.0, -1.0]
         self.tracking: Tracking | None = None
@@ -119,7 +122,6 @@ class MotionControllerNode:
     def _on_joint_states(self, msg: JointState) -> None:
         try:
             self.q = np.array([msg.position[msg.name.index(j)] for j in self.all_joints])
-            self.q_time = time.monotonic()
         except (ValueError, IndexError):
             pass
 
@@ -127,8 +129,12 @@ class MotionControllerNode:
         self.robot_state = msg
 
     def _on_sea(self, msg: SEAJointState) -> None:
+        if len(msg.commanded_position) != self.n or len(msg.actual_position) != self.n \
+                or len(msg.commanded_velocity) != self.n or len(msg.actual_velocity) != self.n:
+            return
+        self.sea, self.sea_time = msg, time.monotonic()
         tr = self.tracking
-        if tr is not None and len(msg.commanded_position) == self.n:
+        if tr is not None:
             tr.sample(msg.commanded_position, msg.actual_position, msg.commanded_velocity, msg.actual_velocity)
 
     def _on_suppress(self, _msg) -> None:
@@ -198,7 +204,7 @@ class MotionControllerNode:
             if not start and goal.command not in GENERATE:
                 raise MotionError(E.INVALID_TRAJECTORY_MESSAGE, f"command is {goal.command!r}: start, stop or generate")
             self._status(MotionStatus.MOTION_PENDING, label, 0)
-            q_now = self._configuration()
+            q_now = self._start_configuration(wait_for_rest=start)
             motion = validate(request_from_msg(goal.trajectory), self.arm, self.cfg.limits.accel[:self.n],
                               self.cfg.tips, self.rm.has_frame, lambda f: self.rm.fk(q_now, f))
             for w in motion.warnings:
@@ -228,10 +234,36 @@ class MotionControllerNode:
             return
         self._execute(gh, label, motion, plan, analysis)
 
-    def _configuration(self) -> np.ndarray:
-        if self.q is None or time.monotonic() - self.q_time > STATE_TIMEOUT:
-            raise MotionError(E.CONTROLLER_NOT_FOLLOWING, "no recent /robot/joint_states: is the robot running?")
-        return self.q.copy()
+    def _arm_state(self) -> SEAJointState:
+        sea = self.sea
+        if sea is None or time.monotonic() - self.sea_time > STATE_TIMEOUT:
+            raise MotionError(E.CONTROLLER_NOT_FOLLOWING, "no recent gravity_compensation_torques (the arm's "
+                                                          "state): is the robot running?")
+        return sea
+
+    def _measured(self) -> np.ndarray:
+        return np.array(self._arm_state().actual_position)
+
+    def _start_configuration(self, wait_for_rest: bool) -> np.ndarray:
+        """Where a plan starts: the loop's setpoint (a trajectory handed to the loop must begin exactly there).
+        A motion starts from rest: wait up to REST_WAIT for the setpoint to stop (a stopping motion, another
+        command source), then refuse — a plan from a moving arm would leave the path it was checked on."""
+        end = time.monotonic() + REST_WAIT
+        while True:
+            sea = self._arm_state()
+            if not wait_for_rest or max(map(abs, sea.commanded_velocity)) < REST_SPEED or self.interrupt:
+                break
+            if time.monotonic() > end:
+                j = int(np.argmax(np.abs(sea.commanded_velocity)))
+                raise MotionError(E.CONTROLLER_NOT_FOLLOWING,
+                                  f"the arm is still moving ({self.arm[j]} at {sea.commanded_velocity[j]:.3g} rad/s "
+                                  f"{REST_WAIT:.0f} s after the request): another command source is driving it?")
+            time.sleep(0.01)
+        if self.q is None:
+            raise MotionError(E.CONTROLLER_NOT_FOLLOWING, "no /robot/joint_states: is the robot running?")
+        q = self.q.copy()
+        q[:self.n] = sea.commanded_position
+        return q
 
     def _require_enabled(self) -> None:
         rs = self.robot_state
@@ -311,7 +343,7 @@ class MotionControllerNode:
         goal = plan.q[-1]
         tol = np.minimum(motion.goal_tolerance, motion.waypoints[-1].tolerance)
         end = time.monotonic() + motion.settling_time
-        err = np.abs(self._configuration()[:self.n] - goal)
+        err = np.abs(self._measured() - goal)
         while np.any(err > tol):
             if time.monotonic() > end or self.interrupt or rospy.is_shutdown():
                 j = int(np.argmax(err - tol))
@@ -319,7 +351,7 @@ class MotionControllerNode:
                                 f"{self.arm[j]} is {err[j]:.3g} rad from its goal (tolerance {tol[j]:.3g} rad) "
                                 f"{motion.settling_time:.2f} s after the planned end")
             time.sleep(0.01)
-            err = np.abs(self._configuration()[:self.n] - goal)
+            err = np.abs(self._measured() - goal)
         return _Outcome(True)
 
     # ---- answers and feedback ---------------------------------------------------------------

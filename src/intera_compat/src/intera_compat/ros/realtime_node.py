@@ -212,6 +212,7 @@ class RealtimeLoopNode:
                 if flags & TICK_JOINT_STATES:
                     self._publish_joint_states(st, stamp)
                 if flags & TICK_STATE_100HZ:
+                    self._publish_sea(st, stamp)
                     self._publish_endpoint(st, stamp)
                     self._publish_robot_state(st)
                 if flags & TICK_DIAGNOSTICS:
@@ -227,6 +228,10 @@ class RealtimeLoopNode:
         js.velocity = st.velocity.tolist()
         js.effort = st.effort.tolist()
         self.pub_js.publish(js)
+
+    def _publish_sea(self, st, stamp):
+        """gravity_compensation_torques: the arm's setpoint beside its measured state, at a fixed 100 Hz
+        (whatever joint_state_publish_rate says — the motion controller reads the setpoint from it)."""
         a = self.n_arm
         q, v = st.position, st.velocity
         g = self.rm.gravity(q)

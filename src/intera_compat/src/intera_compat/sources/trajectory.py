@@ -4,13 +4,17 @@ Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` =
 factor (``set_scaling``) × the backend's speed scaling (UR slider, Cobot progress): at 0 the arm
 pauses on the path, it does not abort. The applied factor follows a change within
 ``scaling_ramp`` seconds for the full range (a pause decelerates along the path, it is not a
-step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ds/dt).
+step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ds/dt), and the
+rate of change is bounded so that v_path·ds/dt stays within what the joint acceleration limits
+leave beside a_path·s² (at least a quarter of them).
 
 * ``prepare`` checks a new trajectory against the current setpoint and stages it. A first knot
   at t > 0 is reached from the current setpoint (a knot is prepended at t = 0); a first knot at
-  t = 0 must lie within ``start_tolerance`` of it. Joints the trajectory does not name hold.
-* ``cancel`` = jerk-limited stop (``StopRamp``) on the path's current state, then hold;
-  the result is reported once the arm has stopped.
+  t = 0 must lie within ``start_tolerance`` of its position and ``start_velocity_tolerance`` of
+  its velocity (no jump). Joints the trajectory does not name hold.
+* ``cancel`` = the time scaling ramps to 0: the arm decelerates *along the path* (every point it
+  passes was on the planned — and checked — path) and holds where it stopped; the result is
+  reported once it is at rest.
 * Every trajectory ends with exactly one result in ``results`` (the loop forwards them):
   SUCCEEDED at the end time, CANCELLED, PREEMPTED (another trajectory or a JointCommand took
   over), ABORTED (robot disabled / stopped / fault) or REJECTED (never started).
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..control.stop import StopRamp
 from ..hardware.base import HardwareState
 from ..trajectory.spline import KnotTrajectory, limit_violation
 from .base import Setpoint, SetpointSource
@@ -35,7 +38,7 @@ R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND
 STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
                 REJECTED: "REJECTED"}
 REASONS = {
-    R_NONE: "", R_START_DEVIATION: "the first point is too far from the current position",
+    R_NONE: "", R_START_DEVIATION: "the first point is too far from the current position or velocity",
     R_INVALID: "the trajectory has non-finite values or times that do not increase",
     R_NOT_ENABLED: "the robot is not enabled", R_TOO_LONG: "the trajectory has more knots than the loop holds",
     R_JOINT_COMMAND: "a JointCommand took over the arm", R_NEWER_TRAJECTORY: "replaced by a newer trajectory",
@@ -47,18 +50,19 @@ REASONS = {
 
 class TrajectorySource(SetpointSource):
     def __init__(self, idx: slice, vmax, amax, dt: float, max_knots: int = 10000, start_tolerance: float = 0.05,
-                 scaling_ramp: float = 0.2):
+                 scaling_ramp: float = 0.2, start_velocity_tolerance: float = 0.05):
         super().__init__(idx)
         self.m = m = len(vmax[idx])
         self.vmax, self.amax = vmax[idx], amax[idx]
         self.dt = dt
         self.start_tolerance = start_tolerance
+        self.start_velocity_tolerance = start_velocity_tolerance
         self.traj = KnotTrajectory(m, max_knots + 1)
-        self.ramp = StopRamp(vmax[idx], amax[idx], dt)
         self.mask = np.zeros(m, dtype=bool)
         self.q, self.v, self.a = np.zeros(m), np.zeros(m), np.zeros(m)
         self._err = np.zeros(m)
         self._tmp = np.zeros(m)
+        self._tmp2 = np.zeros(m)
         self.traj_id = 0.0
         self.state = TRAJ_IDLE
         self.time = 0.0
@@ -88,9 +92,10 @@ class TrajectorySource(SetpointSource):
         cur_q = sp.q[i].copy()
         cur_v = np.where(sp.torque_only[i], 0.0, sp.v[i])
         if t[0] <= 0.0:
-            dev = np.abs(q[0] - cur_q) * mask
+            dev = np.maximum(np.abs(q[0] - cur_q) / self.start_tolerance,
+                             np.abs(v[0] - cur_v) / self.start_velocity_tolerance if order >= 3 else 0.0) * mask
             j = int(np.argmax(dev))
-            if dev[j] > self.start_tolerance:
+            if dev[j] > 1.0:
                 return self._reject(traj_id, R_START_DEVIATION, j)
             kt, kq, kv, ka = t, q.copy(), v.copy(), a.copy()
         else:  # reach the first point from where the arm is
@@ -116,9 +121,8 @@ class TrajectorySource(SetpointSource):
         return True
 
     def cancel(self, traj_id: float) -> None:
-        """Stop smoothly on the path (0 cancels whatever runs)."""
+        """Decelerate along the path to rest, then report CANCELLED (0 cancels whatever runs)."""
         if self.state == TRAJ_RUNNING and traj_id in (0.0, self.traj_id):
-            self.ramp.start(self.q, self.v, self.a)
             self.state = TRAJ_STOPPING
 
     def set_scaling(self, s: float) -> None:
@@ -139,21 +143,30 @@ class TrajectorySource(SetpointSource):
         self.state = TRAJ_DONE
 
     # ---- cycle --------------------------------------------------------------------------
+    def _max_step(self, s: float) -> float:
+        """Largest change of the applied scaling this cycle: v_path·ds/dt may use what the
+        acceleration limits leave beside a_path·s² (at least a quarter of them), per joint."""
+        room, e = self._tmp, self._tmp2
+        np.abs(self.a, out=room)
+        room *= -s * s
+        room += self.amax
+        np.maximum(room, 0.25 * self.amax, out=room)
+        np.abs(self.v, out=e)
+        e /= room
+        return min(self.ds, self.dt / max(float(e.max()), 1e-9))
+
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i = self.idx
-        if self.state == TRAJ_RUNNING:
-            want, s0 = self.scaling * hw.speed_scaling, self.applied_scaling
+        if self.state == TRAJ_RUNNING or self.state == TRAJ_STOPPING:
+            stopping = self.state == TRAJ_STOPPING
+            want = 0.0 if stopping else self.scaling * hw.speed_scaling
+            s0 = self.applied_scaling
             self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
             if self._fresh:
                 s = want
             elif want != s0:
-                # the change of scaling accelerates along the path by v_path·ds/dt: keep that
-                # within half the acceleration limit (the path's own acceleration has the rest)
-                e = self._tmp
-                np.abs(self.v, out=e)
-                e /= self.amax
-                ds = min(self.ds, 0.5 * self.dt / max(float(e.max()), 1e-9))
-                s = min(max(want, s0 - ds), s0 + ds)
+                step = self._max_step(s0)
+                s = min(max(want, s0 - step), s0 + step)
             else:
                 s = s0
             self._fresh = False
@@ -166,11 +179,9 @@ class TrajectorySource(SetpointSource):
             self.time += self.dt * s
             if self.time >= self.traj.duration and self.segment >= self.traj.k - 1:
                 self.time = self.traj.duration
-                self._finish(SUCCEEDED)
-        elif self.state == TRAJ_STOPPING:
-            if not self.ramp.update():
+                self._finish(CANCELLED if stopping else SUCCEEDED)
+            elif stopping and s == 0.0:
                 self._finish(CANCELLED)
-            self.q[:], self.v[:], self.a[:] = self.ramp.q, self.ramp.v, self.ramp.a
         elif self.state == TRAJ_DONE:
             self.v[:] = 0.0
             self.a[:] = 0.0
