@@ -131,6 +131,7 @@ def test_send_random_trajectory_passes_every_waypoint_then_a_new_goal_and_stop(s
     # stop when idle is answered too
     stopper.send_goal(MotionCommandGoal(command="stop", trajectory=Trajectory()))
     assert stopper.wait_for_result(rospy.Duration(10)) and stopper.get_result().result
+    assert stopper.get_result().last_successful_waypoint == MotionCommandResult.HAVE_NOT_REACHED_FIRST_WAYPOINT
 
     # a new start during motion stops the first and plans the second from where the arm stopped
     motion.client.send_goal(joint_goal([arm_positions(sim), far], speed=0.1))

@@ -109,3 +109,20 @@ def test_tracking_options_and_clamps():
     assert w.speed_ratio == 1.0 and np.allclose(w.accel, ACC) and w.corner_distance == 0.5
     assert (m.min_time_rate, m.max_time_rate, m.settling_time) == (0.25, 1.0, 2.5)
     assert np.allclose(m.goal_tolerance, 0.02) and len(m.warnings) == 3
+    m = check(TrajectoryRequest(joint_names=ARM, waypoints=[joint_wp()], path_interpolation_step=1e-9))
+    assert m.path_interpolation_step == 0.001 and "path_interpolation_step" in m.warnings[0]
+
+
+def test_interpolated_path_points_are_capped():
+    from intera_compat.config import load_config
+    from intera_compat.motion.planner import MAX_PATH_POINTS, MotionPlanner
+
+    planner = MotionPlanner(load_config(None))
+    q0 = np.array([0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0])
+    m = check(TrajectoryRequest(joint_names=ARM, waypoints=[joint_wp(q0), joint_wp(q0 + 1.0,
+                                                                                   max_joint_speed_ratio=0.05)]))
+    plan = planner.plan(m, np.r_[q0, 0.0], check_collision=False)  # the arm and the head
+    assert plan.duration > 15.0  # > MAX_PATH_POINTS ms
+    path = planner.interpolated_path(plan, 0.001)
+    assert len(path) <= MAX_PATH_POINTS + 1 and path[-1].t == pytest.approx(plan.duration)
+    assert np.allclose(path[-1].q, q0 + 1.0)

@@ -243,10 +243,23 @@ def test_a_non_finite_scaling_is_ignored_by_the_loop(loop):
     q0 = loop.arm_q
     t, q, v, a = min_jerk(q0, q0 + np.array([0, 0, 0, 0.3, 0, 0, 0]), 1.0)
     tid = loop.trajectories.execute(t, q, v, a)
-    loop.channel.post(T_SCALING, np.array([np.nan]))  # past the client's own check
+    loop.channel.post(T_SCALING, np.array([tid, np.nan]))  # past the client's own check
     assert loop.trajectories.wait(tid, 2.0, step=loop.step).status == T.SUCCEEDED
     with pytest.raises(TrajectoryError, match="scaling is nan"):
         loop.trajectories.set_scaling(float("nan"))
+
+
+def test_a_scaling_about_another_trajectory_is_ignored(loop):
+    """A late keep-alive of a trajectory that has ended must not slow (or pause) the next one."""
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([0, 0, 0, 0.3, 0, 0, 0]), 1.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.trajectories.set_scaling(0.0, traj_id=tid + 1000)
+    loop.run(0.5)
+    assert loop.trajectories.progress().time == pytest.approx(0.5, abs=0.01)
+    loop.trajectories.set_scaling(0.0, traj_id=tid)
+    loop.run(0.5)
+    assert loop.trajectories.progress().scaling == 0.0
 
 
 def test_the_sender_scaling_in_the_execute_message_applies_from_the_start(loop):

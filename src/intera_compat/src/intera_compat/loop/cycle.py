@@ -219,7 +219,7 @@ class LoopCycle:
             elif kind == MSG_TRAJ_CANCEL:
                 self.trajectory.cancel(msg[0])
             elif kind == MSG_TRAJ_SCALING:
-                self.trajectory.set_scaling(msg[0])
+                self.trajectory.set_scaling(msg[0], msg[1])
         if n_cmd > 1:
             self.counts["superseded"] += n_cmd - 1
         if self.robot_active != was_active:

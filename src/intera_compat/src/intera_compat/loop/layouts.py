@@ -21,7 +21,7 @@ MSG_ESTOP = 5  # [1 pressed | 0 released]
 MSG_SUPPRESS = 6  # [SUPPRESS_* index]
 MSG_TRAJ_EXECUTE = 7  # [id, order, k, scaling, mask(n), t(k), q(k·n), v(k·n), a(k·n)]
 MSG_TRAJ_CANCEL = 8  # [id] (0: whatever runs)
-MSG_TRAJ_SCALING = 9  # [factor 0..1]
+MSG_TRAJ_SCALING = 9  # [traj_id (0: whatever runs), factor 0..1]
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]

@@ -20,6 +20,7 @@ from .joint_planner import JointPlan, plan_joint
 from .request import CARTESIAN, Motion
 
 COLLISION_STEP = 0.01  # rad: the path is checked at configurations at most this far apart (max over joints)
+MAX_PATH_POINTS = 10000  # points of an interpolated path at most
 
 
 @dataclass
@@ -76,7 +77,9 @@ class MotionPlanner:
                                                         f"the motion, at {np.round(q[:self.n], 3).tolist()}")
 
     def interpolated_path(self, plan: JointPlan, step: float) -> list[PathPoint]:
-        """The plan sampled every ``step`` s (and at its end), as ``generate`` returns it."""
+        """The plan sampled every ``step`` s (and at its end), as ``generate`` returns it; never more than
+        ``MAX_PATH_POINTS`` points (the step grows for a long plan)."""
+        step = max(step, plan.duration / MAX_PATH_POINTS)
         traj = KnotTrajectory(self.n, len(plan.t))
         traj.load(plan.t, plan.q, plan.v, plan.a, plan.order)
         times = np.arange(0.0, plan.duration, step)

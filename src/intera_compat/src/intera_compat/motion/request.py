@@ -25,6 +25,7 @@ MAX_CORNER_DISTANCE = 0.5  # m
 DEFAULT_GOAL_TOLERANCE = 0.0087266  # rad (0.5°) per joint
 DEFAULT_SETTLING_TIME = 1.0  # s to settle within the goal tolerance after the planned end
 MAX_SETTLING_TIME = 10.0
+MIN_PATH_STEP = 0.001  # s: the interpolated path is never sampled finer than the loop's period
 
 
 @dataclass
@@ -221,4 +222,7 @@ def validate(req: TrajectoryRequest, joint_names: list[str], accel_limits: np.nd
         settle = _scalar(f"{t}.settling_time_at_goal", req.settling_time_at_goal, DEFAULT_SETTLING_TIME,
                          hi=MAX_SETTLING_TIME)
     step = _scalar("trajectory_options.path_interpolation_step", req.path_interpolation_step, 0.0)
+    if 0.0 < step < MIN_PATH_STEP:
+        warnings.append(f"trajectory_options.path_interpolation_step {step:g} s raised to {MIN_PATH_STEP:g} s")
+        step = MIN_PATH_STEP
     return Motion(req.label, kind, tip, out, min_rate, max_rate, goal_tol, settle, step, warnings)

@@ -34,7 +34,7 @@ def joint_trajectory(names, t, q, v=None, a=None) -> JointTrajectory:
 
 
 class LoopTrajectory:
-    def __init__(self, ns: str, keepalive_timeout: float = 0.05, period: float = 0.01):
+    def __init__(self, ns: str, keepalive_timeout: float = 0.03, period: float = 0.005):
         self.client = actionlib.ActionClient(f"{ns}/execute_trajectory", ExecuteTrajectoryAction)
         self.pub = rospy.Publisher(f"{ns}/execute_trajectory_keepalive", TrajectoryKeepAlive, queue_size=1,
                                    tcp_nodelay=True)
@@ -45,6 +45,8 @@ class LoopTrajectory:
         self._goal_id = ""
         self.result = None  # ExecuteTrajectoryResult of the last goal once it ended
         self.feedback = None  # its latest ExecuteTrajectoryFeedback
+        self.heard = 0.0  # time.monotonic() of the last word (sent, feedback, transition) about it
+        self.lock = threading.Lock()  # the goal handle is assigned before its callbacks look at it
         self.done = threading.Event()
         self.done.set()
         threading.Thread(target=self._keepalive_loop, daemon=True).start()
@@ -61,17 +63,21 @@ class LoopTrajectory:
 
     def send(self, names, t, q, v=None, a=None, scaling: float = 1.0) -> None:
         """Start a trajectory (a running one of this client is replaced by the loop)."""
-        self.result, self.feedback = None, None
-        self.scaling = scaling
-        self.done.clear()
         goal = ExecuteTrajectoryGoal(trajectory=joint_trajectory(names, t, q, v, a), time_scaling=scaling,
                                      keepalive_timeout=self.keepalive_timeout)
-        self.gh = self.client.send_goal(goal, self._on_transition, self._on_feedback)
-        self._goal_id = self.gh.comm_state_machine.action_goal.goal_id.id
+        with self.lock:  # a fast answer (a rejection) waits in its callback until gh is known
+            self.result, self.feedback = None, None
+            self.scaling = scaling
+            self.heard = time.monotonic()
+            self.done.clear()
+            self.gh = self.client.send_goal(goal, self._on_transition, self._on_feedback)
+            self._goal_id = self.gh.comm_state_machine.action_goal.goal_id.id
 
     def cancel(self) -> None:
-        if self.gh is not None and not self.done.is_set():
-            self.gh.cancel()
+        with self.lock:
+            gh = self.gh
+        if gh is not None and not self.done.is_set():
+            gh.cancel()
 
     def set_scaling(self, s: float) -> None:
         self.scaling = float(np.clip(s, 0.0, 1.0))
@@ -79,18 +85,26 @@ class LoopTrajectory:
     def wait(self, timeout: float | None = None) -> bool:
         return self.done.wait(timeout)
 
+    def silent_for(self) -> float:
+        """Seconds since the loop last said anything about the running goal (feedback comes at 100 Hz)."""
+        return time.monotonic() - self.heard
+
     # ---- callbacks ---------------------------------------------------------------------------
     # actionlib hands each callback a new ClientGoalHandle wrapper: compare with ==, not ``is``
     def _on_transition(self, gh) -> None:
-        if gh != self.gh:
-            return
-        if gh.get_comm_state() == actionlib.CommState.DONE:
-            self.result = gh.get_result()
-            self.done.set()
+        with self.lock:
+            if gh != self.gh:
+                return
+            self.heard = time.monotonic()
+            if gh.get_comm_state() == actionlib.CommState.DONE:
+                self.result = gh.get_result()
+                self.done.set()
 
     def _on_feedback(self, gh, fb) -> None:
-        if gh == self.gh:
-            self.feedback = fb
+        with self.lock:
+            if gh == self.gh:
+                self.feedback = fb
+                self.heard = time.monotonic()
 
     def _keepalive_loop(self) -> None:
         msg = TrajectoryKeepAlive()

@@ -40,6 +40,7 @@ SUPPRESS_PERIOD = 0.2  # s: suppress_collision_avoidance counts while it arrives
 STATE_TIMEOUT = 0.5  # s: no arm state (gravity_compensation_torques, a fixed 100 Hz) for this long: not running
 REST_SPEED = 1e-3  # rad/s: the loop's setpoint counts as at rest below this on every joint
 REST_WAIT = 2.0  # s: how long a start waits for the arm to come to rest before refusing
+LOOP_SILENCE = 1.0  # s without feedback about a running trajectory: the realtime loop is gone
 TRACKING_SLOWDOWN = (0.02, 0.1)  # rad of tracking error: full speed below, the minimum time rate above
 
 
@@ -90,7 +91,7 @@ class MotionControllerNode:
         self.n = len(self.arm)
         self.all_joints = cfg.all_joints
         L = f"/robot/limb/{cfg.limb}"
-        keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.05)))
+        keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.03)))
         self.loop = LoopTrajectory(L, keepalive_timeout=keepalive)
         self.lock = threading.Condition()
         self.pending = None  # the next goal handle to serve
@@ -197,7 +198,7 @@ class MotionControllerNode:
             self.loop.cancel()  # whatever this client still has running in the loop stops too
             self.loop.wait(5.0)
             self._status(MotionStatus.MOTION_IDLE, label, 0)
-            self._answer(gh, _Outcome(True, message="stopped"), None, GENERAL_TRAJECTORY_FAILURE)
+            self._answer(gh, _Outcome(True, message="stopped"), None, HAVE_NOT_REACHED_FIRST_WAYPOINT)
             return
         try:
             start = goal.command == MotionCommandGoal.MOTION_START
@@ -284,7 +285,7 @@ class MotionControllerNode:
         k = 0
         while not self.loop.wait(0.01):
             if self.interrupt:
-                self._status(MotionStatus.MOTION_STOPPING, label, self._passed(plan) + 1)
+                self._status(MotionStatus.MOTION_STOPPING, label, min(self._passed(plan) + 1, W - 1))
                 self.loop.cancel()
                 self.loop.wait(5.0)
                 outcome = _Outcome(False, message="stopped by a newer goal or a cancel", preempted=True)
@@ -294,12 +295,18 @@ class MotionControllerNode:
                 tracking.rate(fb.scaling)
                 if motion.min_time_rate < motion.max_time_rate:
                     self.loop.set_scaling(self._time_rate(motion, fb.error))
+            if self.loop.silent_for() > LOOP_SILENCE:
+                self.loop.cancel()
+                outcome = _Outcome(False, E.CONTROLLER_NOT_FOLLOWING,
+                                   f"the realtime loop said nothing about the trajectory for {LOOP_SILENCE:.0f} s")
+                break
             k += 1
             if k % 10 == 0:
                 self._status(MotionStatus.MOTION_RUNNING, label, min(self._passed(plan) + 1, W - 1))
             if rospy.is_shutdown():
                 self.loop.cancel()
-                return
+                outcome = _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, "the motion controller is shutting down")
+                break
         self.tracking = None
         analysis.measured_duration = rospy.get_time() - started
         last = self._passed(plan)
@@ -307,8 +314,7 @@ class MotionControllerNode:
             outcome = self._loop_outcome(self.loop.result)
             if outcome is None:  # the loop ran it to its end: did the arm settle on the goal?
                 outcome = self._settle(plan, motion)
-                last = W - 1
-                analysis.measured_duration = rospy.get_time() - started
+                last = W - 1  # the loop passed every waypoint
         self._status(MotionStatus.MOTION_DONE if outcome.ok else
                      MotionStatus.MOTION_PREEMPTED if outcome.preempted else MotionStatus.MOTION_ERROR,
                      label, max(last, 0))
@@ -345,7 +351,11 @@ class MotionControllerNode:
         end = time.monotonic() + motion.settling_time
         err = np.abs(self._measured() - goal)
         while np.any(err > tol):
-            if time.monotonic() > end or self.interrupt or rospy.is_shutdown():
+            if self.interrupt:
+                return _Outcome(False, message="stopped by a newer goal or a cancel while settling", preempted=True)
+            if rospy.is_shutdown():
+                return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, "the motion controller is shutting down")
+            if time.monotonic() > end:
                 j = int(np.argmax(err - tol))
                 return _Outcome(False, E.FINAL_POSE_NOT_WITHIN_TOLERANCE,
                                 f"{self.arm[j]} is {err[j]:.3g} rad from its goal (tolerance {tol[j]:.3g} rad) "

@@ -2,11 +2,13 @@
 
 A goal is validated and handed to the loop once through ``TrajectoryClient``; the loop samples it
 on its speed-scaled time base. ``tick`` (the publisher thread, every loop tick) turns the loop's
-results into terminal states with a filled result, publishes feedback and runs the keep-alive
-watchdog: a goal sent with ``keepalive_timeout`` > 0 is stopped smoothly on its path when its
-sender's ``TrajectoryKeepAlive`` messages stop for that long (the sender died or hangs), so no
-trajectory runs on without someone watching it. The watchdog runs on the wall clock: keep-alives
-are sent on the wall clock too, whatever the loop's speed-up on simulated time.
+results into terminal states with a filled result and publishes feedback. The keep-alive watchdog
+(its own thread, every ``WATCHDOG_PERIOD``): a goal sent with ``keepalive_timeout`` > 0 is stopped
+smoothly on its path when its sender's ``TrajectoryKeepAlive`` messages stop for that long (the
+sender died or hangs), so no trajectory runs on without someone watching it. It runs on the wall
+clock — keep-alives are sent on the wall clock too, whatever the loop's speed-up on simulated
+time — and a check right after this process itself stalled is skipped (keep-alives may be waiting
+in the socket, unread), so a hiccup here never stops a healthy sender's trajectory.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from intera_compat.msg import ExecuteTrajectoryAction, ExecuteTrajectoryFeedback
 
 from ..sources import trajectory as T
 from ..trajectory.client import TrajectoryClient, TrajectoryError
+
+WATCHDOG_PERIOD = 0.002  # s between keep-alive checks while goals run
+WATCHDOG_STALL = 0.01  # s: a check this late means this process stalled: skip it
 
 
 @dataclass
@@ -71,6 +76,7 @@ class ExecuteTrajectoryServer:
         rospy.Subscriber(f"{ns}/execute_trajectory_keepalive", TrajectoryKeepAlive, self._on_keepalive,
                          queue_size=10, tcp_nodelay=True)
         self.server.start()
+        threading.Thread(target=self._watchdog, daemon=True).start()
 
     # ---- callbacks (validate and hand over; no waiting) ----------------------------------
     def _on_goal(self, gh) -> None:
@@ -106,7 +112,7 @@ class ExecuteTrajectoryServer:
         if s == s and s != g.scaling:  # NaN keeps the current scaling
             g.scaling = s
             try:
-                self.client.set_scaling(s)
+                self.client.set_scaling(s, g.traj_id)
             except TrajectoryError:
                 pass
 
@@ -115,21 +121,33 @@ class ExecuteTrajectoryServer:
         """After ``client.poll()``: answer finished goals, run the watchdog, publish feedback."""
         if not self.goals:
             return
-        now = time.monotonic()
         with self.lock:
             for tid in [t for t in self.goals if t in self.client.results]:
                 self._finish(self.goals.pop(tid), self.client.results.pop(tid))
-            for g in self.goals.values():
-                if g.timeout > 0.0 and not g.lost and now - g.last_alive > g.timeout:
-                    g.lost = True
-                    self.client.cancel(g.traj_id)
-                    rospy.logwarn(f"ExecuteTrajectory goal {g.goal_id}: no keep-alive for "
-                                  f"{now - g.last_alive:.3f} s (> {g.timeout:.3f} s); stopping the arm on its path")
             g = self.goals.get(int(st.traj_id[0])) if feedback else None
         if g is not None:
             g.gh.publish_feedback(ExecuteTrajectoryFeedback(
                 state=int(st.traj_state[0]), time=float(st.traj_time[0]), duration=float(st.traj_duration[0]),
                 segment=int(st.traj_segment[0]), error=float(st.traj_error[0]), scaling=float(st.traj_scaling[0])))
+
+    def _watchdog(self) -> None:
+        last = time.monotonic()
+        while not rospy.is_shutdown():
+            time.sleep(WATCHDOG_PERIOD if self.goals else 0.02)
+            now = time.monotonic()
+            stalled, last = now - last > WATCHDOG_STALL, now
+            if stalled or not self.goals:
+                continue
+            lost = []
+            with self.lock:
+                for g in self.goals.values():
+                    if g.timeout > 0.0 and not g.lost and now - g.last_alive > g.timeout:
+                        g.lost = True
+                        self.client.cancel(g.traj_id)
+                        lost.append((g.goal_id, now - g.last_alive, g.timeout))
+            for gid, silent, timeout in lost:
+                rospy.logwarn(f"ExecuteTrajectory goal {gid}: no keep-alive for {silent:.3f} s (> {timeout:.3f} s); "
+                              f"stopping the arm on its path")
 
     def _finish(self, g: _Goal, res) -> None:
         self.by_goal_id.pop(g.goal_id, None)

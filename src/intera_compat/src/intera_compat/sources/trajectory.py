@@ -125,8 +125,10 @@ class TrajectorySource(SetpointSource):
         if self.state == TRAJ_RUNNING and traj_id in (0.0, self.traj_id):
             self.state = TRAJ_STOPPING
 
-    def set_scaling(self, s: float) -> None:
-        if s == s:  # a NaN is ignored
+    def set_scaling(self, traj_id: float, s: float) -> None:
+        """The sender's factor for ``traj_id`` (0: whatever runs; another id — a late message about a
+        trajectory that has ended — is ignored)."""
+        if s == s and traj_id in (0.0, self.traj_id):  # a NaN is ignored
             self.scaling = min(max(s, 0.0), 1.0)
 
     def deactivate(self, reason: int) -> None:

@@ -140,11 +140,11 @@ class TrajectoryClient:
         """Jerk-limited stop of ``traj_id`` (0: whatever runs); its result follows once stopped."""
         self.ch.post(MSG_TRAJ_CANCEL, np.array([traj_id], float))
 
-    def set_scaling(self, factor: float) -> None:
-        """The sender's time scaling in [0, 1] (0 pauses on the path)."""
+    def set_scaling(self, factor: float, traj_id: int = 0) -> None:
+        """The sender's time scaling in [0, 1] (0 pauses on the path) for ``traj_id`` (0: whatever runs)."""
         if not np.isfinite(factor):
             raise TrajectoryError(f"scaling is {factor}")
-        self.ch.post(MSG_TRAJ_SCALING, np.array([min(max(float(factor), 0.0), 1.0)]))
+        self.ch.post(MSG_TRAJ_SCALING, np.array([traj_id, min(max(float(factor), 0.0), 1.0)]))
 
     def poll(self) -> None:
         """Collect results and faults the loop sent back."""
