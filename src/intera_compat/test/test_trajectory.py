@@ -78,16 +78,17 @@ def test_scaling_slows_pauses_and_resumes_without_aborting(loop):
 
 
 def curve(q0, duration, k=81):
-    """j0 sweeps out (min-jerk), j1 goes out and back (a sine bump): a curved path in joint space."""
+    """j0 sweeps out (min-jerk), j1 goes out and back (a bump 64·s³(1−s)³): a curved path in joint space,
+    at rest at both ends."""
+    from numpy.polynomial import Polynomial as P
+
     t = np.linspace(0.0, duration, k)
-    s, w = t / duration, np.pi / duration
+    s = t / duration
     q, v, a = np.tile(q0, (k, 1)), np.zeros((k, 7)), np.zeros((k, 7))
-    q[:, 0] += 1.0 * (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5)
-    v[:, 0] = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration
-    a[:, 0] = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2
-    q[:, 1] += 0.3 * np.sin(w * t) ** 2
-    v[:, 1] = 0.3 * w * np.sin(2 * w * t)
-    a[:, 1] = 0.6 * w * w * np.cos(2 * w * t)
+    for j, p in ((0, P([0, 0, 0, 10, -15, 6])), (1, 0.3 * 64 * P([0, 1]) ** 3 * P([1, -1]) ** 3)):
+        q[:, j] += p(s)
+        v[:, j] = p.deriv()(s) / duration
+        a[:, j] = p.deriv(2)(s) / duration ** 2
     return t, q, v, a
 
 
@@ -100,6 +101,7 @@ def test_cancel_decelerates_along_the_path_then_reports_cancelled(loop):
     tid = loop.trajectories.execute(t, q, v, a)
     loop.run(0.8)  # fast, and j1 is reversing while j0 is still accelerating
     loop.trajectories.cancel(tid)
+    prev_a = np.zeros(7)
     local = loop.state.local
     prev_v = local.cmd_velocity[:7].copy()
     amax = loop.cfg.limits.accel[:7]
@@ -108,8 +110,11 @@ def test_cancel_decelerates_along_the_path_then_reports_cancelled(loop):
         tau = loop.trajectories.progress().time  # the cycle samples here, then advances the time
         loop.step()
         steps += 1
-        assert np.all(np.abs(local.cmd_velocity[:7] - prev_v) <= amax * loop.dt * 1.01)  # no velocity jump
-        prev_v = local.cmd_velocity[:7].copy()
+        acc = (local.cmd_velocity[:7] - prev_v) / loop.dt
+        assert np.all(np.abs(acc) <= amax * 1.01)  # within the acceleration limits
+        if steps > 1:  # no acceleration step: the stop's jerk stays within 10 × amax per second (+ the path's own)
+            assert np.all(np.abs(acc - prev_a) <= (10.0 * amax + 20.0) * loop.dt * 1.05)
+        prev_v, prev_a = local.cmd_velocity[:7].copy(), acc
         path.sample(tau, *on_path)
         assert np.abs(local.cmd_position[:7] - on_path[0]).max() < 1e-9  # every setpoint lies on the path
     assert loop.trajectories.results[tid].status == T.CANCELLED and 50 < steps < 1000
@@ -117,6 +122,30 @@ def test_cancel_decelerates_along_the_path_then_reports_cancelled(loop):
     stop = loop.arm_q
     loop.run(0.5)
     assert np.abs(loop.arm_q - stop).max() < 2e-3 and stop[0] < q0[0] + 0.9
+
+
+def test_a_trajectory_must_end_at_rest(loop):
+    """The arm stops along the path and holds its end: a last point that still moves would end in a velocity step.
+    The client refuses it naming the field; the loop refuses it too (a message posted past the client)."""
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + np.array([0, 0, 0.4, 0, 0, 0, 0]), 2.0, k=5)
+    moving = v.copy()
+    moving[-1, 2] = 0.3
+    with pytest.raises(TrajectoryError, match=r"velocities\[4\]\[2\] \(right_j2\) = 0.3: a trajectory must end at rest"):
+        loop.trajectories.execute(t, q, moving)
+    pushing = a.copy()
+    pushing[-1, 2] = 1.0
+    with pytest.raises(TrajectoryError, match=r"accelerations\[4\]\[2\]"):
+        loop.trajectories.execute(t, q, v, pushing)
+    full = np.zeros((len(t), 8))
+    qs, vs = full.copy(), full.copy()
+    qs[:, :7], vs[:, :7] = q, moving
+    qs[:, 7] = loop.q[7]
+    mask = np.r_[np.ones(7), 0.0]
+    loop.channel.post(T_EXECUTE, np.array([777.0, 3, len(t), 1.0]), mask, t, qs.ravel(), vs.ravel(), full.ravel())
+    res = loop.trajectories.wait(777, 0.05, step=loop.step)
+    assert res.status == T.REJECTED and res.reason == T.R_INVALID and res.joint == "right_j2"
+    assert "still moves" in res.message
 
 
 def test_cancel_while_paused_ends_at_once_where_the_arm_is(loop):

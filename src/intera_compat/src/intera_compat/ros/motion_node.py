@@ -313,7 +313,10 @@ class MotionControllerNode:
         if outcome is None:
             outcome = self._loop_outcome(self.loop.result)
             if outcome is None:  # the loop ran it to its end: did the arm settle on the goal?
-                outcome = self._settle(plan, motion)
+                try:
+                    outcome = self._settle(plan, motion)
+                except MotionError as e:  # the arm's state stopped arriving
+                    outcome = _Outcome(False, e.error_id, e.detail)
                 last = W - 1  # the loop passed every waypoint
         self._status(MotionStatus.MOTION_DONE if outcome.ok else
                      MotionStatus.MOTION_PREEMPTED if outcome.preempted else MotionStatus.MOTION_ERROR,
@@ -341,7 +344,9 @@ class MotionControllerNode:
             return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, "the realtime loop gave no result")
         if res.status == T.SUCCEEDED:
             return None
-        if res.reason in (T.R_START_DEVIATION, T.R_INVALID, T.R_TOO_LONG, T.R_LIMITS):
+        if res.reason == T.R_START_DEVIATION:  # planned from the setpoint at rest: something else moved the arm
+            return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, f"the arm moved before the motion started: {res.message}")
+        if res.reason in (T.R_INVALID, T.R_TOO_LONG, T.R_LIMITS):
             return _Outcome(False, E.FAILED_TO_PARAMETERIZE, f"the realtime loop refused the trajectory: {res.message}")
         return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, f"the realtime loop stopped the trajectory: {res.message}")
 

@@ -7,8 +7,10 @@ results into terminal states with a filled result and publishes feedback. The ke
 smoothly on its path when its sender's ``TrajectoryKeepAlive`` messages stop for that long (the
 sender died or hangs), so no trajectory runs on without someone watching it. It runs on the wall
 clock — keep-alives are sent on the wall clock too, whatever the loop's speed-up on simulated
-time — and a check right after this process itself stalled is skipped (keep-alives may be waiting
-in the socket, unread), so a hiccup here never stops a healthy sender's trajectory.
+time — and one check right after this process itself stalled is skipped (keep-alives may be
+waiting in the socket, unread), never two in a row, so a hiccup here does not stop a healthy
+sender's trajectory and a process that keeps stalling still gets checked. Goals are answered
+outside ``self.lock`` (actionlib holds its own lock around ``_on_goal``, which takes ours).
 """
 from __future__ import annotations
 
@@ -121,36 +123,49 @@ class ExecuteTrajectoryServer:
         """After ``client.poll()``: answer finished goals, run the watchdog, publish feedback."""
         if not self.goals:
             return
+        # answer outside self.lock: actionlib calls _on_goal holding its own lock, which set_* take too
         with self.lock:
-            for tid in [t for t in self.goals if t in self.client.results]:
-                self._finish(self.goals.pop(tid), self.client.results.pop(tid))
+            done = [(self.goals.pop(t), self.client.results.pop(t)) for t in list(self.goals)
+                    if t in self.client.results]
+            for g, _ in done:
+                self.by_goal_id.pop(g.goal_id, None)
             g = self.goals.get(int(st.traj_id[0])) if feedback else None
+        for finished, res in done:
+            self._finish(finished, res)
         if g is not None:
             g.gh.publish_feedback(ExecuteTrajectoryFeedback(
                 state=int(st.traj_state[0]), time=float(st.traj_time[0]), duration=float(st.traj_duration[0]),
                 segment=int(st.traj_segment[0]), error=float(st.traj_error[0]), scaling=float(st.traj_scaling[0])))
 
     def _watchdog(self) -> None:
-        last = time.monotonic()
+        last, skipped = time.monotonic(), False
         while not rospy.is_shutdown():
             time.sleep(WATCHDOG_PERIOD if self.goals else 0.02)
-            now = time.monotonic()
-            stalled, last = now - last > WATCHDOG_STALL, now
-            if stalled or not self.goals:
-                continue
-            lost = []
-            with self.lock:
-                for g in self.goals.values():
-                    if g.timeout > 0.0 and not g.lost and now - g.last_alive > g.timeout:
-                        g.lost = True
-                        self.client.cancel(g.traj_id)
-                        lost.append((g.goal_id, now - g.last_alive, g.timeout))
-            for gid, silent, timeout in lost:
-                rospy.logwarn(f"ExecuteTrajectory goal {gid}: no keep-alive for {silent:.3f} s (> {timeout:.3f} s); "
-                              f"stopping the arm on its path")
+            try:
+                now = time.monotonic()
+                stalled, last = now - last > WATCHDOG_STALL, now
+                if stalled and not skipped:  # skip once after a stall of this process, never twice in a row
+                    skipped = True
+                    continue
+                skipped = False
+                if self.goals:
+                    self._check_keepalives(now)
+            except Exception as e:  # the watchdog must outlive any surprise
+                rospy.logerr_throttle(1.0, f"ExecuteTrajectory keep-alive watchdog: {e!r}")
+
+    def _check_keepalives(self, now: float) -> None:
+        lost = []
+        with self.lock:  # nothing calls into actionlib under it
+            for g in self.goals.values():
+                if g.timeout > 0.0 and not g.lost and now - g.last_alive > g.timeout:
+                    g.lost = True
+                    self.client.cancel(g.traj_id)
+                    lost.append((g.goal_id, now - g.last_alive, g.timeout))
+        for gid, silent, timeout in lost:
+            rospy.logwarn(f"ExecuteTrajectory goal {gid}: no keep-alive for {silent:.3f} s (> {timeout:.3f} s); "
+                          f"stopping the arm on its path")
 
     def _finish(self, g: _Goal, res) -> None:
-        self.by_goal_id.pop(g.goal_id, None)
         reason, message = res.reason, res.message
         if g.lost and res.status == T.CANCELLED:
             reason, message = T.R_CLIENT_LOST, f"{res.name}: {T.REASONS[T.R_CLIENT_LOST]}"

@@ -4,17 +4,21 @@ Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` =
 factor (``set_scaling``) × the backend's speed scaling (UR slider, Cobot progress): at 0 the arm
 pauses on the path, it does not abort. The applied factor follows a change within
 ``scaling_ramp`` seconds for the full range (a pause decelerates along the path, it is not a
-step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ds/dt), and the
-rate of change is bounded so that v_path·ds/dt stays within what the joint acceleration limits
-leave beside a_path·s² (at least a quarter of them).
+step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ṡ). The applied
+factor is a second-order signal: its rate ṡ keeps every joint within its acceleration limit (signs
+included: braking against the path's own acceleration has more room), its change per cycle keeps
+v_path·s̈ within ``jerk_factor`` × the acceleration limit per second, and it slows down before the
+target so that ṡ reaches 0 there (a stop ends without an acceleration step). A path that by itself
+exceeds a limit (cubic knots are accepted up to 1.5×) is not slowed faster than it already is.
 
 * ``prepare`` checks a new trajectory against the current setpoint and stages it. A first knot
   at t > 0 is reached from the current setpoint (a knot is prepended at t = 0); a first knot at
   t = 0 must lie within ``start_tolerance`` of its position and ``start_velocity_tolerance`` of
   its velocity (no jump). Joints the trajectory does not name hold.
-* ``cancel`` = the time scaling ramps to 0: the arm decelerates *along the path* (every point it
-  passes was on the planned — and checked — path) and holds where it stopped; the result is
-  reported once it is at rest.
+* ``cancel`` = the time scaling goes to 0 as fast as those limits allow (no ``scaling_ramp``
+  cap): the arm decelerates *along the path* (every point it passes was on the planned — and
+  checked — path) and holds where it stopped; the result is reported once it is at rest. A
+  trajectory must therefore end at rest (its last velocities and accelerations 0).
 * Every trajectory ends with exactly one result in ``results`` (the loop forwards them):
   SUCCEEDED at the end time, CANCELLED, PREEMPTED (another trajectory or a JointCommand took
   over), ABORTED (robot disabled / stopped / fault) or REJECTED (never started).
@@ -35,11 +39,13 @@ SUCCEEDED, CANCELLED, PREEMPTED, ABORTED, REJECTED = 1, 2, 3, 4, 5
 # (the same numbers as the R_* constants of intera_compat/ExecuteTrajectory's result)
 R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND, R_NEWER_TRAJECTORY, \
     R_ROBOT_DISABLED, R_FAULT, R_LIMITS, R_CLIENT_LOST = range(11)
+END_SPEED = 1e-3  # rad/s: a trajectory's last point must be at rest (a stop along the path ends there)
+END_ACCEL = 1e-2  # rad/s²
 STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
                 REJECTED: "REJECTED"}
 REASONS = {
     R_NONE: "", R_START_DEVIATION: "the first point is too far from the current position or velocity",
-    R_INVALID: "the trajectory has non-finite values or times that do not increase",
+    R_INVALID: "the trajectory has non-finite values, times that do not increase, or a last point that still moves",
     R_NOT_ENABLED: "the robot is not enabled", R_TOO_LONG: "the trajectory has more knots than the loop holds",
     R_JOINT_COMMAND: "a JointCommand took over the arm", R_NEWER_TRAJECTORY: "replaced by a newer trajectory",
     R_ROBOT_DISABLED: "the robot was disabled or stopped", R_FAULT: "the loop faulted",
@@ -50,10 +56,11 @@ REASONS = {
 
 class TrajectorySource(SetpointSource):
     def __init__(self, idx: slice, vmax, amax, dt: float, max_knots: int = 10000, start_tolerance: float = 0.05,
-                 scaling_ramp: float = 0.2, start_velocity_tolerance: float = 0.05):
+                 scaling_ramp: float = 0.2, start_velocity_tolerance: float = 0.05, jerk_factor: float = 10.0):
         super().__init__(idx)
         self.m = m = len(vmax[idx])
         self.vmax, self.amax = vmax[idx], amax[idx]
+        self.jmax = self.amax * jerk_factor
         self.dt = dt
         self.start_tolerance = start_tolerance
         self.start_velocity_tolerance = start_velocity_tolerance
@@ -62,7 +69,6 @@ class TrajectorySource(SetpointSource):
         self.q, self.v, self.a = np.zeros(m), np.zeros(m), np.zeros(m)
         self._err = np.zeros(m)
         self._tmp = np.zeros(m)
-        self._tmp2 = np.zeros(m)
         self.traj_id = 0.0
         self.state = TRAJ_IDLE
         self.time = 0.0
@@ -70,7 +76,8 @@ class TrajectorySource(SetpointSource):
         self.error = 0.0  # max |setpoint − measured| over the trajectory's joints, rad
         self.scaling = 1.0  # the sender's factor
         self.applied_scaling = 1.0
-        self.ds = dt / scaling_ramp  # largest change of the applied scaling per cycle
+        self.ds = dt / scaling_ramp  # largest change of the applied scaling per cycle the sender may ask for
+        self.rate = 0.0  # ṡ of the applied scaling, 1/s
         self._fresh = True  # the next update starts at the requested scaling
         self.results: list = []  # (traj_id, status, reason, joint) for the loop to forward
 
@@ -89,18 +96,27 @@ class TrajectorySource(SetpointSource):
         if not (np.isfinite(t).all() and np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(a).all()
                 and t[0] >= 0.0 and (len(t) < 2 or np.all(np.diff(t) > 0.0))):
             return self._reject(traj_id, R_INVALID)
+        end_moving = np.abs(v[-1]) * mask > END_SPEED if order >= 3 else np.zeros(self.m, bool)
+        if order >= 5:
+            end_moving |= np.abs(a[-1]) * mask > END_ACCEL
+        if end_moving.any():
+            return self._reject(traj_id, R_INVALID, int(np.argmax(end_moving)))
         cur_q = sp.q[i].copy()
         cur_v = np.where(sp.torque_only[i], 0.0, sp.v[i])
+        moving = self.state in (TRAJ_RUNNING, TRAJ_STOPPING) and bool(np.any(cur_v))
+        # a replacement keeps the applied scaling s (no step): its path velocity is cur_v / s
+        s_keep = self.applied_scaling if moving else 1.0
+        path_v = cur_v / s_keep if s_keep > 1e-3 else cur_v
         if t[0] <= 0.0:
             dev = np.maximum(np.abs(q[0] - cur_q) / self.start_tolerance,
-                             np.abs(v[0] - cur_v) / self.start_velocity_tolerance if order >= 3 else 0.0) * mask
+                             np.abs(v[0] * s_keep - cur_v) / self.start_velocity_tolerance if order >= 3 else 0.0) * mask
             j = int(np.argmax(dev))
             if dev[j] > 1.0:
                 return self._reject(traj_id, R_START_DEVIATION, j)
             kt, kq, kv, ka = t, q.copy(), v.copy(), a.copy()
         else:  # reach the first point from where the arm is
             kt = np.r_[0.0, t]
-            kq, kv, ka = np.vstack([cur_q, q]), np.vstack([cur_v, v]), np.vstack([np.zeros(self.m), a])
+            kq, kv, ka = np.vstack([cur_q, q]), np.vstack([path_v, v]), np.vstack([np.zeros(self.m), a])
         kq[:, ~mask] = cur_q[~mask]  # joints not named hold
         kv[:, ~mask] = 0.0
         ka[:, ~mask] = 0.0
@@ -111,7 +127,7 @@ class TrajectorySource(SetpointSource):
             self._finish(PREEMPTED, R_NEWER_TRAJECTORY)
         self.traj.load(kt, kq, kv, ka, order)
         self.mask[:] = mask
-        if self.state != TRAJ_RUNNING:
+        if not moving:
             self._fresh = True  # from rest: no need to ramp the scaling in
         self.scaling = scaling if 0.0 < scaling <= 1.0 else 1.0  # False for NaN too
         self.traj_id = traj_id
@@ -145,17 +161,40 @@ class TrajectorySource(SetpointSource):
         self.state = TRAJ_DONE
 
     # ---- cycle --------------------------------------------------------------------------
-    def _max_step(self, s: float) -> float:
-        """Largest change of the applied scaling this cycle: v_path·ds/dt may use what the
-        acceleration limits leave beside a_path·s² (at least a quarter of them), per joint."""
-        room, e = self._tmp, self._tmp2
-        np.abs(self.a, out=room)
-        room *= -s * s
-        room += self.amax
-        np.maximum(room, 0.25 * self.amax, out=room)
-        np.abs(self.v, out=e)
-        e /= room
-        return min(self.ds, self.dt / max(float(e.max()), 1e-9))
+    def _next_scaling(self, s0: float, want: float, cap: float) -> float:
+        """The applied scaling one cycle on, toward ``want`` (see the module docstring); updates ``rate``.
+        ``cap`` bounds |ṡ| (the sender's ramp; inf for a stop). Uses the path's v, a in self.v, self.a."""
+        v, a, dt = self.v, self.a, self.dt
+        lo, hi = -cap, cap  # the rate interval every joint's acceleration limit allows
+        jerk = np.inf  # largest |s̈| the jerk limits allow
+        for j in range(self.m):
+            vj = v[j]
+            if vj == 0.0:
+                continue
+            as2 = a[j] * s0 * s0
+            b1, b2 = (-self.amax[j] - as2) / vj, (self.amax[j] - as2) / vj
+            if b1 > b2:
+                b1, b2 = b2, b1
+            lo, hi = max(lo, b1), min(hi, b2)
+            jerk = min(jerk, self.jmax[j] / abs(vj))
+        lo, hi = min(lo, 0.0), max(hi, 0.0)  # a path over a limit by itself: at least keep going as it is
+        gap = want - s0
+        # the fastest rate from which braking by jerk·dt per cycle ends at the target (discrete: after this
+        # cycle's step |r|·dt, braking covers |r|²/(2·jerk) + |r|·dt/2)
+        if gap == 0.0:
+            brake = 0.0
+        elif jerk == np.inf:
+            brake = np.inf
+        else:
+            brake = jerk * (-1.5 * dt + (2.25 * dt * dt + 2.0 * abs(gap) / jerk) ** 0.5)
+        target = min(hi, brake) if gap > 0.0 else max(lo, -brake)
+        r = self.rate
+        r = min(max(target, r - jerk * dt), r + jerk * dt)
+        s = s0 + r * dt
+        if (s - want) * gap >= 0.0:  # reached (or passed) it: settle there
+            s, r = want, 0.0
+        self.rate = r
+        return s
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i = self.idx
@@ -164,18 +203,19 @@ class TrajectorySource(SetpointSource):
             want = 0.0 if stopping else self.scaling * hw.speed_scaling
             s0 = self.applied_scaling
             self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
+            if not 0.0 <= want <= 1.0:  # the backend's factor: NaN pauses, out of range is clamped
+                want = min(max(want, 0.0), 1.0) if want == want else 0.0
             if self._fresh:
-                s = want
-            elif want != s0:
-                step = self._max_step(s0)
-                s = min(max(want, s0 - step), s0 + step)
+                s, self.rate = want, 0.0
+            elif want != s0 or self.rate != 0.0:
+                s = self._next_scaling(s0, want, np.inf if stopping else self.ds / self.dt)
             else:
                 s = s0
             self._fresh = False
             self.applied_scaling = s
             self.a *= s * s
             if s != s0:
-                np.multiply(self.v, (s - s0) / self.dt, out=self._tmp)
+                np.multiply(self.v, (s - s0) / self.dt, out=self._tmp)  # v_path·ṡ
                 self.a += self._tmp
             self.v *= s
             self.time += self.dt * s

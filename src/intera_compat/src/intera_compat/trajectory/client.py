@@ -18,7 +18,7 @@ import numpy as np
 from ..config import RobotConfig
 from ..loop.channel import Channel
 from ..loop.layouts import MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
-from ..sources.trajectory import REASONS, STATUS_NAMES
+from ..sources.trajectory import END_ACCEL, END_SPEED, REASONS, STATUS_NAMES
 from .spline import limit_violation
 
 
@@ -123,6 +123,12 @@ class TrajectoryClient:
             unit = "rad/s" if "speed" in what or what == "velocities" else "rad/s²"
             where = f"{what}[{r}][{c}]" if what in arrays else f"{what} of points {r}→{r + 1}"
             raise TrajectoryError(f"{where} ({names[c]}) = {value:.4g} {unit} exceeds the limit {limit:.4g} {unit}")
+        for fld, lim in (("velocities", END_SPEED), ("accelerations", END_ACCEL)):
+            last = arrays.get(fld, np.zeros((1, len(names))))[-1]
+            if np.any(np.abs(last) > lim):
+                c = int(np.argmax(np.abs(last)))
+                raise TrajectoryError(f"{fld}[{k - 1}][{c}] ({names[c]}) = {last[c]:.4g}: a trajectory must end at rest "
+                                      f"(the arm holds its last point)")
         n = self.n
         full = {f: np.zeros((k, n)) for f in ("positions", "velocities", "accelerations")}
         for f, a in arrays.items():
@@ -137,7 +143,7 @@ class TrajectoryClient:
         return traj_id
 
     def cancel(self, traj_id: int = 0) -> None:
-        """Jerk-limited stop of ``traj_id`` (0: whatever runs); its result follows once stopped."""
+        """Decelerate ``traj_id`` (0: whatever runs) to rest along its path; its result follows once stopped."""
         self.ch.post(MSG_TRAJ_CANCEL, np.array([traj_id], float))
 
     def set_scaling(self, factor: float, traj_id: int = 0) -> None:
