@@ -34,6 +34,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start_master(node_name):
+    """A private rosmaster on a free port, and this process a rospy node on it; returns (port, master process)."""
+    port = free_port()
+    os.environ.update(ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1")
+    os.environ.setdefault("ROS_HOME", tempfile.mkdtemp(prefix=f"{node_name}-"))
+    master = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    import rosgraph
+    import rospy
+
+    while not rosgraph.is_master_online():
+        time.sleep(0.05)
+    rospy.init_node(node_name, disable_signals=True)
+    return port, master
+
+
 def start_stack(port, extra):
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1")
     log = open(os.path.join(tempfile.gettempdir(), f"loop_bench_{port}.log"), "w")
@@ -202,17 +218,9 @@ def main():
     cfg = load_config(args.config)
     launch_cfg = [f"config:={os.path.abspath(cfg.path)}"]
     seconds = 8.0 if args.quick else args.seconds
-    port = free_port()
-    os.environ.update(ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1")
-    os.environ.setdefault("ROS_HOME", tempfile.mkdtemp(prefix="loop-bench-"))
-    master = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
-    import rosgraph
+    port, master = start_master("loop_bench")
     import rospy
 
-    while not rosgraph.is_master_online():
-        time.sleep(0.05)
-    rospy.init_node("loop_bench", disable_signals=True)
     from intera_compat.loop.scheduler import keep_off_cpu, loop_cpu
 
     keep_off_cpu(loop_cpu())  # the client stays off the loop's core, like the listener process

@@ -18,16 +18,14 @@
 import argparse
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import xmlrpc.client
 
 import numpy as np
 
-from loop_bench import free_port, start_stack, stop
+from loop_bench import start_master, start_stack, stop
 
 ARM = [f"right_j{i}" for i in range(7)]
 EXPRESS = [10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0]
@@ -182,21 +180,13 @@ def main():
     ap.add_argument("--kills", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    port = free_port()
-    os.environ.update(ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1")
-    os.environ.setdefault("ROS_HOME", tempfile.mkdtemp(prefix="motion-node-bench-"))
-    master = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    port, master = start_master("motion_node_bench")
     import actionlib
-    import rosgraph
     import rospy
     from intera_motion_msgs.msg import MotionCommandAction
 
     from intera_compat.config import load_config
 
-    while not rosgraph.is_master_online():
-        time.sleep(0.05)
-    rospy.init_node("motion_node_bench", disable_signals=True)
     cfg = load_config(None)
     lower, upper = cfg.limits.lower[:7], cfg.limits.upper[:7]
     stack = start_stack(port, [])

@@ -120,7 +120,7 @@ class ExecuteTrajectoryServer:
 
     # ---- publisher thread ------------------------------------------------------------------
     def tick(self, st, feedback: bool) -> None:
-        """After ``client.poll()``: answer finished goals, run the watchdog, publish feedback."""
+        """After ``client.poll()``: answer finished goals and publish feedback."""
         if not self.goals:
             return
         # answer outside self.lock: actionlib calls _on_goal holding its own lock, which set_* take too
@@ -155,7 +155,7 @@ class ExecuteTrajectoryServer:
 
     def _check_keepalives(self, now: float) -> None:
         lost = []
-        with self.lock:  # nothing calls into actionlib under it
+        with self.lock:  # no actionlib call under it (only _on_goal's, which already holds actionlib's lock)
             for g in self.goals.values():
                 if g.timeout > 0.0 and not g.lost and now - g.last_alive > g.timeout:
                     g.lost = True

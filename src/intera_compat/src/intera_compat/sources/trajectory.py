@@ -76,7 +76,7 @@ class TrajectorySource(SetpointSource):
         self.error = 0.0  # max |setpoint − measured| over the trajectory's joints, rad
         self.scaling = 1.0  # the sender's factor
         self.applied_scaling = 1.0
-        self.ds = dt / scaling_ramp  # largest change of the applied scaling per cycle the sender may ask for
+        self.max_rate = 1.0 / scaling_ramp  # largest |ṡ| a sender's change of scaling gets, 1/s
         self.rate = 0.0  # ṡ of the applied scaling, 1/s
         self._fresh = True  # the next update starts at the requested scaling
         self.results: list = []  # (traj_id, status, reason, joint) for the loop to forward
@@ -208,7 +208,7 @@ class TrajectorySource(SetpointSource):
             if self._fresh:
                 s, self.rate = want, 0.0
             elif want != s0 or self.rate != 0.0:
-                s = self._next_scaling(s0, want, np.inf if stopping else self.ds / self.dt)
+                s = self._next_scaling(s0, want, np.inf if stopping else self.max_rate)
             else:
                 s = s0
             self._fresh = False
