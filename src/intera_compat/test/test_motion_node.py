@@ -208,6 +208,25 @@ def test_cancel_and_disable_mid_motion(sim, motion):
     state.close()
 
 
+def test_a_request_refused_at_once_still_reaches_a_slow_simple_action_client(sim, motion):
+    """SimpleActionClient drops transitions that arrive before send_goal() stored its goal handle; a client
+    thread preempted right after publishing the goal (a loaded machine) must still get the refusal."""
+    inner = motion.client.action_client
+    publish_then_stall = inner.send_goal
+
+    def slow_send_goal(*args, **kw):
+        gh = publish_then_stall(*args, **kw)
+        time.sleep(0.02)  # preempted before SimpleActionClient stores gh
+        return gh
+
+    inner.send_goal = slow_send_goal
+    try:
+        res = motion.run(cart_goal([tip_pose()], [arm_positions(sim)], tip="right_gripper_tip"), timeout=10.0)
+    finally:
+        inner.send_goal = publish_then_stall
+    assert not res.result and res.errorId == "ENDPOINT_DOES_NOT_EXIST"
+
+
 class SetpointLog:
     """Every gravity_compensation_torques message: the loop's arm setpoint at 100 Hz."""
 

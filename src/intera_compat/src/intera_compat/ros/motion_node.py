@@ -40,6 +40,7 @@ SUPPRESS_PERIOD = 0.2  # s: suppress_collision_avoidance counts while it arrives
 STATE_TIMEOUT = 0.5  # s: no arm state (gravity_compensation_torques, a fixed 100 Hz) for this long: not running
 REST_SPEED = 1e-3  # rad/s: the loop's setpoint counts as at rest below this on every joint
 REST_WAIT = 2.0  # s: how long a start waits for the arm to come to rest before refusing
+ANSWER_AFTER = 0.05  # s: no result goes out sooner than this after its goal arrived (see _answer)
 LOOP_SILENCE = 1.0  # s without feedback about a running trajectory: the realtime loop is gone
 TRACKING_SLOWDOWN = (0.02, 0.1)  # rad of tracking error: full speed below, the minimum time rate above
 
@@ -98,6 +99,7 @@ class MotionControllerNode:
         self.current = None  # the goal handle being served
         self.interrupt = False  # the current goal must stop (new goal or cancel)
         self.requests = 0
+        self.arrived: dict[str, float] = {}  # goal id → time.monotonic() it arrived, until it is answered
         self.q = None  # latest full configuration (config order) from joint_states: the joints beside the arm
         self.sea = None  # latest arm state (setpoint and measured) and its arrival time
         self.sea_time = 0.0
@@ -148,6 +150,7 @@ class MotionControllerNode:
 
     # ---- action server callbacks ---------------------------------------------------------------
     def _on_goal(self, gh) -> None:
+        self.arrived[gh.get_goal_id().id] = time.monotonic()
         gh.set_accepted()
         plan_only = gh.get_goal().command in GENERATE
         with self.lock:
@@ -383,6 +386,13 @@ class MotionControllerNode:
         res = MotionCommandResult(result=outcome.ok, errorId=outcome.error_id, trajectory_analysis=analysis_msg(analysis),
                                   last_successful_waypoint=last)
         text = outcome.message or outcome.error_id
+        # SimpleActionClient (the SDK's MotionControllerActionClient) drops every transition that arrives
+        # before send_goal() has stored its goal handle: a result sent within a few ms of the goal (a request
+        # refused at once) can be lost while a loaded client thread is preempted, and the script then waits
+        # forever. Results wait until ANSWER_AFTER after their goal arrived.
+        wait = self.arrived.pop(gh.get_goal_id().id, 0.0) + ANSWER_AFTER - time.monotonic()
+        if wait > 0.0:
+            time.sleep(wait)
         if outcome.ok:
             gh.set_succeeded(res, text)
         elif outcome.preempted:
