@@ -52,10 +52,11 @@ class LoopTrajectory:
         threading.Thread(target=self._keepalive_loop, daemon=True).start()
 
     def wait_for_server(self, timeout: float) -> bool:
+        """Wait ``timeout`` wall-clock seconds (actionlib's own wait is on ROS time, which under
+        use_sim_time with an unlimited speed-up can run out in a fraction of that)."""
         end = time.monotonic() + timeout
-        if not self.client.wait_for_server(rospy.Duration(timeout)):
-            return False
-        while self.pub.get_num_connections() == 0:  # the watchdog must hear us from the first cycle
+        # and the keep-alive subscriber too: the watchdog must hear us from the first cycle
+        while not (self.client.wait_for_server(rospy.Duration(0.05)) and self.pub.get_num_connections() > 0):
             if time.monotonic() > end or rospy.is_shutdown():
                 return False
             time.sleep(0.01)
