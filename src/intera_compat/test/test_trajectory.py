@@ -124,6 +124,31 @@ def test_cancel_decelerates_along_the_path_then_reports_cancelled(loop):
     assert np.abs(loop.arm_q - stop).max() < 2e-3 and stop[0] < q0[0] + 0.9
 
 
+def test_a_replacement_during_a_stop_never_runs_the_path_backwards(loop):
+    """The stop's falling scaling rate carries into a replacement sent just before rest: the scaling
+    must not pass below 0 (time running backwards, the arm reversing)."""
+    q0 = loop.arm_q
+    t, q, v, a = curve(q0, 2.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.run(0.8)
+    loop.trajectories.cancel(tid)
+    while loop.trajectories.progress().scaling > 0.05:  # nearly stopped, the scaling still falling fast
+        loop.step()
+    assert tid not in loop.trajectories.results
+    here = loop.state.local.cmd_position[:7].copy()
+    tid2 = loop.trajectories.execute([1.0], [here + np.array([0.2, 0, 0, 0, 0, 0, 0])], [np.zeros(7)])
+    last_time = 0.0
+    for _ in range(3000):
+        loop.step()
+        p = loop.trajectories.progress()
+        if tid2 in loop.trajectories.results:
+            break
+        if p.traj_id == tid2:
+            assert p.scaling >= 0.0 and p.time >= last_time and loop.state.local.cmd_velocity[0] >= -1e-9
+            last_time = p.time
+    assert loop.trajectories.results[tid2].status == T.SUCCEEDED
+
+
 def test_a_trajectory_must_end_at_rest(loop):
     """The arm stops along the path and holds its end: a last point that still moves would end in a velocity step.
     The client refuses it naming the field; the loop refuses it too (a message posted past the client)."""

@@ -288,8 +288,8 @@ class MotionControllerNode:
         k = 0
         while not self.loop.wait(0.01):
             if self.interrupt:
+                self.loop.cancel()  # first: publishing the status may wait on actionlib's lock
                 self._status(MotionStatus.MOTION_STOPPING, label, min(self._passed(plan) + 1, W - 1))
-                self.loop.cancel()
                 self.loop.wait(5.0)
                 outcome = _Outcome(False, message="stopped by a newer goal or a cancel", preempted=True)
                 break

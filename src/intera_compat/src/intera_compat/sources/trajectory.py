@@ -14,7 +14,8 @@ exceeds a limit (cubic knots are accepted up to 1.5×) is not slowed faster than
 * ``prepare`` checks a new trajectory against the current setpoint and stages it. A first knot
   at t > 0 is reached from the current setpoint (a knot is prepended at t = 0); a first knot at
   t = 0 must lie within ``start_tolerance`` of its position and ``start_velocity_tolerance`` of
-  its velocity (no jump). Joints the trajectory does not name hold.
+  its velocity (no jump). Joints the trajectory does not name hold. A trajectory that replaces a
+  moving one starts at scaling 1 (its path velocity is the arm's) and ramps to the sender's factor.
 * ``cancel`` = the time scaling goes to 0 as fast as those limits allow (no ``scaling_ramp``
   cap): the arm decelerates *along the path* (every point it passes was on the planned — and
   checked — path) and holds where it stopped; the result is reported once it is at rest. A
@@ -103,20 +104,19 @@ class TrajectorySource(SetpointSource):
             return self._reject(traj_id, R_INVALID, int(np.argmax(end_moving)))
         cur_q = sp.q[i].copy()
         cur_v = np.where(sp.torque_only[i], 0.0, sp.v[i])
+        # replacing a moving trajectory: the new one starts at scaling 1 (path velocity = the arm's) and
+        # ramps from there to the sender's factor, so neither the velocity nor the scaling jumps
         moving = self.state in (TRAJ_RUNNING, TRAJ_STOPPING) and bool(np.any(cur_v))
-        # a replacement keeps the applied scaling s (no step): its path velocity is cur_v / s
-        s_keep = self.applied_scaling if moving else 1.0
-        path_v = cur_v / s_keep if s_keep > 1e-3 else cur_v
         if t[0] <= 0.0:
             dev = np.maximum(np.abs(q[0] - cur_q) / self.start_tolerance,
-                             np.abs(v[0] * s_keep - cur_v) / self.start_velocity_tolerance if order >= 3 else 0.0) * mask
+                             np.abs(v[0] - cur_v) / self.start_velocity_tolerance if order >= 3 else 0.0) * mask
             j = int(np.argmax(dev))
             if dev[j] > 1.0:
                 return self._reject(traj_id, R_START_DEVIATION, j)
             kt, kq, kv, ka = t, q.copy(), v.copy(), a.copy()
         else:  # reach the first point from where the arm is
             kt = np.r_[0.0, t]
-            kq, kv, ka = np.vstack([cur_q, q]), np.vstack([path_v, v]), np.vstack([np.zeros(self.m), a])
+            kq, kv, ka = np.vstack([cur_q, q]), np.vstack([cur_v, v]), np.vstack([np.zeros(self.m), a])
         kq[:, ~mask] = cur_q[~mask]  # joints not named hold
         kv[:, ~mask] = 0.0
         ka[:, ~mask] = 0.0
@@ -127,8 +127,10 @@ class TrajectorySource(SetpointSource):
             self._finish(PREEMPTED, R_NEWER_TRAJECTORY)
         self.traj.load(kt, kq, kv, ka, order)
         self.mask[:] = mask
-        if not moving:
-            self._fresh = True  # from rest: no need to ramp the scaling in
+        if moving:
+            self.applied_scaling, self.rate = 1.0, 0.0
+        else:
+            self._fresh = True  # from rest: start right at the requested scaling
         self.scaling = scaling if 0.0 < scaling <= 1.0 else 1.0  # False for NaN too
         self.traj_id = traj_id
         self.state = TRAJ_RUNNING
@@ -193,6 +195,8 @@ class TrajectorySource(SetpointSource):
         s = s0 + r * dt
         if (s - want) * gap >= 0.0:  # reached (or passed) it: settle there
             s, r = want, 0.0
+        elif s <= 0.0 or s >= 1.0:  # a rate carried over from a stop into a replacement: never past 0 or 1
+            s, r = min(max(s, 0.0), 1.0), 0.0
         self.rate = r
         return s
 
