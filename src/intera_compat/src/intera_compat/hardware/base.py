@@ -19,6 +19,7 @@ class Capability(str, enum.Enum):
     VELOCITY = "velocity"  # accepts joint velocity setpoints
     TRAJECTORY_ONLY = "trajectory_only"  # only whole trajectories (no streaming)
     WRENCH = "wrench"  # measures the endpoint wrench
+    EFFORT = "effort"  # measures link-side joint torques (collision detection needs them)
     SPEED_SCALING = "speed_scaling"  # reports a speed-scaling factor (UR slider, Cobot progress)
     FREEDRIVE = "freedrive"
     FORCE_MODE = "force_mode"

@@ -1,4 +1,10 @@
-"""MuJoCo Sawyer: a torque-driven plant stepped in lockstep with the loop (one ``mj_step`` per write)."""
+"""MuJoCo Sawyer: a torque-driven plant stepped in lockstep with the loop (one ``mj_step`` per write).
+
+The measured joint torque is what a joint-torque sensor between the drive and the link reads: the
+motor's torque net of the joint's own friction, damping and limit stops — but not the forces of
+contacts with the obstacle scene or of wrenches pushed onto links (``apply_wrench``): those are the
+external torques collision detection and zero-G have to feel.
+"""
 from __future__ import annotations
 
 import mujoco
@@ -10,18 +16,20 @@ from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareSta
 
 
 class SimBackend(Backend):
-    capabilities = frozenset({Capability.TORQUE, Capability.SIM_TIME})
+    capabilities = frozenset({Capability.TORQUE, Capability.EFFORT, Capability.SIM_TIME})
 
-    def __init__(self, rm: RobotModel, initial_q: np.ndarray | None = None):
+    def __init__(self, rm: RobotModel, initial_q: np.ndarray | None = None, obstacles=None):
         super().__init__(rm.joint_names)
         self.rm = rm
         self.period = float(rm.cfg.sim.get("timestep", 0.001))
         self.initial_q = None if initial_q is None else np.asarray(initial_q, float)
+        self.obstacles = list(rm.cfg.sim.get("obstacles") or []) if obstacles is None else list(obstacles)
+        self.wrench_until = -1.0  # sim time at which an applied wrench ends
         self.m = None
         self.d = None
 
     def connect(self) -> None:
-        self.m = load_mujoco(self.rm)
+        self.m = load_mujoco(self.rm, self.obstacles)
         self.d = mujoco.MjData(self.m)
         names = self.joint_names
         self._qadr = np.array([self.m.joint(n).qposadr[0] for n in names])
@@ -35,7 +43,32 @@ class SimBackend(Backend):
         # MjData's arrays, fetched once (each attribute access builds a new array object)
         d = self.d
         self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
-        self._qfrc_act, self._qfrc_con = d.qfrc_actuator, d.qfrc_constraint
+        self._qfrc_act, self._qfrc_con, self._qfrc_pas = d.qfrc_actuator, d.qfrc_constraint, d.qfrc_passive
+        self._xfrc = d.xfrc_applied
+        self._contact = np.zeros(self.m.nv)
+        self._wrench_body = -1
+
+    @property
+    def time(self) -> float:
+        return float(self.d.time)
+
+    def contacts(self) -> int:
+        """Contacts between the arm and the obstacle scene right now."""
+        return int(self.d.ncon)
+
+    def apply_wrench(self, link: str, wrench, duration: float) -> None:
+        """Push on ``link`` (force N, torque Nm, base axes, at the link frame's origin) for ``duration`` s."""
+        bid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, link)
+        if bid < 0:
+            raise KeyError(f"no body {link!r} in the simulated arm")
+        self._xfrc[:] = 0.0
+        w = np.asarray(wrench, float)
+        # xfrc_applied acts at the body's centre of mass: move the torque from the frame origin there
+        r = self.d.xipos[bid] - self.d.xpos[bid]
+        self._xfrc[bid, :3] = w[:3]
+        self._xfrc[bid, 3:] = w[3:] - np.cross(r, w[:3])
+        self._wrench_body = bid
+        self.wrench_until = self.d.time + duration
 
     def set_state(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
         """Teleport the plant (tests, resets)."""
@@ -49,7 +82,17 @@ class SimBackend(Backend):
         # measured joint torque: what the motor delivers net of the constraint forces (dry friction,
         # joint-limit stops) — not the command
         self._qfrc_act.take(self._dadr, out=state.effort)
-        self._qfrc_con.take(self._dadr, out=self._tmp)
+        self._qfrc_pas.take(self._dadr, out=self._tmp)
+        state.effort += self._tmp
+        con = self._qfrc_con
+        if self.d.ncon:  # leave the contacts' share out: the sensor sits inside the joint
+            d = self.d
+            start = d.ne + d.nf + d.nl
+            J = d.efc_J.reshape(d.nefc, self.m.nv)  # dense (the plant's option says so)
+            np.dot(d.efc_force[start:d.nefc], J[start:], out=self._contact)
+            np.subtract(con, self._contact, out=self._contact)
+            con = self._contact
+        con.take(self._dadr, out=self._tmp)
         state.effort += self._tmp
 
     def write(self, command: HardwareCommand) -> None:
@@ -58,4 +101,7 @@ class SimBackend(Backend):
         ctrl = self._ctrl
         np.maximum(command.effort, self._lo, out=ctrl)
         np.minimum(ctrl, self._hi, out=ctrl)
+        if self._wrench_body >= 0 and self.d.time >= self.wrench_until:
+            self._xfrc[self._wrench_body] = 0.0
+            self._wrench_body = -1
         mujoco.mj_step(self.m, self.d)

@@ -19,26 +19,29 @@ import numpy as np
 
 from ..config import RobotConfig
 from ..hardware.adapter import make_adapter
-from ..hardware.base import Backend, HardwareState
+from ..hardware.base import Backend, Capability, HardwareState
 from ..model.robot_model import RobotModel
-from ..safety.base import SafetyChain
+from ..safety.base import SafetyChain, SafetyContext
+from ..safety.collision_avoidance import CollisionAvoidance
+from ..safety.collision_detection import CollisionDetection
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
 from ..safety.joint_limits import JointLimits
 from ..safety.robot_state import RobotStateMachine
 from ..safety.torque_guard import TorqueGuard
 from ..sources.base import Setpoint
-from ..sources.hold import HoldSource
+from ..sources.hold import HoldSource, SafetyHold
 from ..sources.position import PositionSource
 from ..sources.stream import StreamSource
 from ..sources.torque import TorqueSource
-from ..sources.trajectory import R_FAULT, TrajectorySource
+from ..sources.trajectory import R_COLLISION, R_FAULT, R_SAFETY_STOP, TRAJ_RUNNING, TRAJ_STOPPING, TrajectorySource
 from ..sources.velocity import VelocitySource
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
-from .layouts import (MSG_COMMAND, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, MSG_STOP, MSG_SUPPRESS,
-                      MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING, POSITION_MODE,
-                      SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
+from .layouts import (MSG_BYPASS, MSG_COMMAND, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, MSG_SAFETY_ESTOP,
+                      MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
+                      POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_GRAVITY,
+                      SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
 
 TIMEOUT_RANGE = (0.0, 1.0)
 # scalar blocks of the state record (layouts.state_layout), in record order
@@ -50,16 +53,30 @@ _FLAG_FIELDS = ("enabled", "stopped", "error", "estop_button", "estop_source", "
                 "limit_interventions", "following_interventions", "torque_guard_interventions", "clamped_effort")
 
 
-def build_safety_chain(cfg: RobotConfig, dt: float) -> SafetyChain:
-    """The plugins named in ``control.safety_chain`` (config), in that order."""
+def build_safety_chain(cfg: RobotConfig, dt: float, rm: RobotModel, ctx: SafetyContext, torque: bool,
+                       effort: bool) -> SafetyChain:
+    """The plugins named in ``control.safety_chain`` (config), in that order; ``torque``: the
+    backend takes joint torques (repulsive avoidance torques); ``effort``: it measures them
+    (collision detection is left out of the chain without)."""
     lim, c, n = cfg.limits, cfg.control, len(cfg.all_joints)
     fe = c.get("following_error", {})
+    ca = c.get("collision_avoidance", {})
+    cd = c.get("collision_detection", {})
     factories = {
         "finite_guard": lambda: FiniteGuard(n),
         "following_error": lambda: FollowingError(n, fe.get("window", 0.1), fe.get("fault_window", 0.5),
                                                   lim.velocity, lim.accel),
         "joint_limits": lambda: JointLimits(lim.lower, lim.upper, lim.velocity, lim.accel, dt),
         "torque_guard": lambda: TorqueGuard(lim.lower, lim.upper, lim.velocity, lim.effort),
+        "collision_avoidance": lambda: CollisionAvoidance(
+            rm, ctx, dt, lim.velocity, float(ca.get("padding", 0.01)), float(ca.get("safety_zone", 0.05)),
+            float(ca.get("block_velocity_scaling", 1.5)), bool(ca.get("directional", True)),
+            float(ca.get("slack", 0.05)), float(ca.get("repulsion_stiffness", 300.0)),
+            float(ca.get("repulsion_damping", 10.0)), torque),
+        "collision_detection": lambda: CollisionDetection(
+            rm, ctx, dt, cfg.tips[0], cfg.n_arm, cd["impact"], cd["squish"], float(cd.get("force", 100.0)),
+            float(cd.get("torque", 15.0)), float(cd.get("observer_gain", 100.0)), float(cd.get("impact_filter", 0.05)),
+            float(cd.get("impact_hold", 0.5)), float(cd.get("squish_hold", 0.1)), float(cd.get("wrench_hold", 0.5))),
     }
     names = c.get("safety_chain", ["finite_guard", "joint_limits", "following_error", "torque_guard"])
     unknown = [x for x in names if x not in factories]
@@ -67,7 +84,7 @@ def build_safety_chain(cfg: RobotConfig, dt: float) -> SafetyChain:
         raise ValueError(f"control.safety_chain: unknown plugins {unknown} (known: {sorted(factories)})")
     if "finite_guard" not in names:
         raise ValueError("control.safety_chain must contain finite_guard")
-    return SafetyChain([factories[x]() for x in names])
+    return SafetyChain([factories[x]() for x in names if effort or x != "collision_detection"])
 
 
 class LoopCycle:
@@ -84,7 +101,9 @@ class LoopCycle:
         self.sp = Setpoint.zeros(n)
         self.adapter = make_adapter(backend, cfg, rm, dt)
         self.law = self.adapter.law
-        self.chain = build_safety_chain(cfg, dt)
+        self.ctx = SafetyContext()
+        self.chain = build_safety_chain(cfg, dt, rm, self.ctx, self.adapter.supports(Capability.TORQUE),
+                                        self.adapter.supports(Capability.EFFORT))
         self.following = self.chain.get("following_error")
         self.robot = RobotStateMachine(enabled=start_enabled)
         # sources
@@ -101,8 +120,14 @@ class LoopCycle:
         self.by_mode = {POSITION_MODE: self.position, VELOCITY_MODE: self.velocity, TORQUE_MODE: self.torque,
                         TRAJECTORY_MODE: self.stream}
         self.arbiter = Arbiter(self.brake, self.hold, head)
+        # overrides, highest priority first: the safety E-stop latch, a detected collision
+        self.estop_hold = SafetyHold(arm, lo, hi, vmax, amax, dt)
+        self.collision_hold = SafetyHold(arm, lo, hi, vmax, amax, dt)
+        self.arbiter.overrides = [self.estop_hold, self.collision_hold]
+        self._measured_handover = (self.brake, self.estop_hold, self.collision_hold)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
-                                                             self.torque, self.stream, self.trajectory))}
+                                                             self.torque, self.stream, self.trajectory,
+                                                             self.estop_hold, self.collision_hold))}
         self._mode_of = {id(s): m for m, s in self.by_mode.items()}
         # intake buffers (preallocated views onto one message buffer)
         self._msg = np.zeros(TO_LOOP_WORDS)
@@ -112,6 +137,9 @@ class LoopCycle:
         self._mask = np.zeros(n, dtype=bool)
         self._out = np.zeros(4)
         self.suppress_time = [-1e9] * len(SUPPRESS_KEYS)
+        self.bypass_until = -1.0  # loop time at which the safety bypass ends
+        self.detection = self.chain.get("collision_detection")
+        self.avoidance = self.chain.get("collision_avoidance")
         self.suppress_timeout = float(c.get("suppress_timeout", 0.2))
         self.default_timeout = float(c.get("command_timeout", 0.2))  # if the control record holds a NaN
         self.last_command = 0.0
@@ -148,8 +176,8 @@ class LoopCycle:
         return self.robot.enabled and not self.robot.stopped
 
     def _command(self, now: float) -> None:
-        if not self.robot_active:
-            self.counts["ignored"] += 1  # disabled: commands are not executed
+        if not self.robot_active or self.estop_hold.on:
+            self.counts["ignored"] += 1  # disabled or safety E-stop: commands are not executed
             return
         src = self.by_mode.get(int(self._msg[0]))
         if src is None or not self.adapter.supports(src.requires):
@@ -220,10 +248,42 @@ class LoopCycle:
                 self.trajectory.cancel(msg[0])
             elif kind == MSG_TRAJ_SCALING:
                 self.trajectory.set_scaling(msg[0], msg[1])
+            elif kind == MSG_SAFETY_ESTOP:
+                self.estop_hold.on = msg[0] > 0.5
+                if self.estop_hold.on:
+                    self._safety_stop(R_SAFETY_STOP, resume=False)
+            elif kind == MSG_BYPASS:
+                self.bypass_until = now + msg[0] if msg[0] > 0.0 else -1.0
         if n_cmd > 1:
             self.counts["superseded"] += n_cmd - 1
         if self.robot_active != was_active:
             self.law.reset()  # the integral restarts with the robot (switches between sources are bumpless)
+
+    # ---- safety -------------------------------------------------------------------------
+    @property
+    def bypass(self) -> bool:
+        return self.now < self.bypass_until
+
+    def _safety_stop(self, reason: int, resume: bool) -> None:
+        """A safety hold takes the arm: a running trajectory ends with ``reason``; afterwards the arm
+        holds, unless ``resume`` and the last request was a streaming mode (it resumes)."""
+        t, arb = self.trajectory, self.arbiter
+        if t.state in (TRAJ_RUNNING, TRAJ_STOPPING):
+            t.deactivate(reason)
+        if not resume or arb.selected is t:
+            arb.selected = self.hold
+
+    def _safety(self, now: float) -> None:
+        """This cycle's safety context, and the overrides the detection asks for."""
+        ctx = self.ctx
+        ctx.active = self.robot_active
+        ctx.avoidance = not self.suppressed(SUPPRESS_COLLISION_AVOIDANCE) and not self.bypass
+        ctx.detection = not self.suppressed(SUPPRESS_CONTACT_SAFETY)
+        det = self.detection
+        if det is not None:
+            if det.tripped:
+                self._safety_stop(R_COLLISION, resume=True)
+            self.collision_hold.on = det.holding
 
     # ---- the cycle ----------------------------------------------------------------------
     def _fault(self, code: int, joint: int) -> None:
@@ -252,6 +312,7 @@ class LoopCycle:
     def step(self) -> None:
         """One cycle at loop time ``self.now``; the time then advances by ``dt``."""
         now, hw, sp, chain = self.now, self.hw, self.sp, self.chain
+        self.ctx.now = now
         self.backend.read(hw)
         code = chain.on_state(hw)  # repairs a broken measurement before anything reads it
         if code:
@@ -263,6 +324,7 @@ class LoopCycle:
             self.initialised = True
         before = self.arbiter.active
         self._intake(now)
+        self._safety(now)
         active = self.robot_active
         arb = self.arbiter
         timeout = self.ch.control.local.command_timeout[0]
@@ -271,9 +333,11 @@ class LoopCycle:
             arb.select(self.hold, sp, hw, now)
             self.counts["timeouts"] += 1
         code = arb.update(now, hw, sp, active)
-        if arb.active is not before and (self.brake in (before, arb.active) or before is self.torque):
+        if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
+                                         or before is self.torque):
             chain.reset(hw, sp)  # brakes and torque-driven joints hand over the measured state, not a reference
         sp.gravity = not self.suppressed(SUPPRESS_GRAVITY)
+        self.ctx.trajectory = arb.active is self.stream or arb.active is self.trajectory
         joint = -1
         if code:
             self._hold_measured()

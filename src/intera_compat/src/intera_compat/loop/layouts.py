@@ -22,6 +22,8 @@ MSG_SUPPRESS = 6  # [SUPPRESS_* index]
 MSG_TRAJ_EXECUTE = 7  # [id, order, k, scaling, mask(n), t(k), q(k·n), v(k·n), a(k·n)]
 MSG_TRAJ_CANCEL = 8  # [id] (0: whatever runs)
 MSG_TRAJ_SCALING = 9  # [traj_id (0: whatever runs), factor 0..1]
+MSG_SAFETY_ESTOP = 10  # [1 latch | 0 release]: hold the measured position, ignore commands
+MSG_BYPASS = 11  # [seconds (0: end now)]: collision avoidance off for that long
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]

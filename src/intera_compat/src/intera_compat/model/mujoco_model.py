@@ -3,7 +3,9 @@
 Bodies, joint placements, axes, limits and (fixed-link-merged) inertias come straight from the
 pinocchio model, so the plant and the controllers' dynamics agree to rounding. Every link frame
 becomes a site named after the link (FK checks, endpoint sensors); collision shapes become
-non-colliding geoms (for viewers); each movable joint gets a torque motor limited to its effort.
+geoms that collide with the obstacle scene (``sim.obstacles``) and with each other exactly for the
+self-collision pairs the SRDF leaves enabled (neighbouring links' coarse primitives overlap at rest,
+so contype/conaffinity alone would not do); each movable joint gets a torque motor limited to its effort.
 Armature (rotor inertia) is the config's ``armature`` (shared with the controller model); joint
 damping and dry friction come from its ``sim`` section (the plant only).
 """
@@ -48,16 +50,36 @@ def _geom_attrs(obj) -> dict | None:
     return None
 
 
-def build_mjcf(rm: RobotModel) -> str:
+_OBSTACLE_TYPES = {"box": 3, "sphere": 1, "cylinder": 2, "capsule": 2}  # number of MuJoCo size values
+
+
+def _obstacle(world: ET.Element, ob: dict) -> None:
+    """A static obstacle: ``{name, type: box|sphere|cylinder|capsule, size: MuJoCo half-sizes [m],
+    pos: [x, y, z] in the base frame, euler: [r, p, y] rad (optional)}``."""
+    kind = ob.get("type", "box")
+    size = [float(x) for x in np.ravel(ob.get("size", ()))]
+    if kind not in _OBSTACLE_TYPES or len(size) != _OBSTACLE_TYPES[kind] or min(size, default=0) <= 0:
+        raise ValueError(f"sim obstacle {ob.get('name', '?')!r}: type must be one of {sorted(_OBSTACLE_TYPES)} "
+                         f"with {_OBSTACLE_TYPES.get(kind, '?')} positive half-sizes, got {kind} {size}")
+    attrs = {"name": str(ob.get("name", f"obstacle_{len(world)}")), "type": kind, "size": _fmt(size),
+             "pos": _fmt(ob.get("pos", [0, 0, 0])), "contype": "0", "conaffinity": "1", "group": "2",
+             "rgba": "0.6 0.5 0.3 1"}
+    if "euler" in ob:
+        attrs["euler"] = _fmt(ob["euler"])
+    ET.SubElement(world, "geom", **attrs)
+
+
+def build_mjcf(rm: RobotModel, obstacles=()) -> str:
     model, cfg = rm.model, rm.cfg
     sim = cfg.sim
     cfg_index = {n: i for i, n in enumerate(rm.joint_names)}
     root = ET.Element("mujoco", model=cfg.robot_class)
     ET.SubElement(root, "compiler", angle="radian", autolimits="true")
-    opt = ET.SubElement(root, "option", timestep=str(sim.get("timestep", 0.001)), integrator="implicitfast",
-                        gravity="0 0 -9.81")
-    ET.SubElement(opt, "flag", contact="disable")
+    ET.SubElement(root, "option", timestep=str(sim.get("timestep", 0.001)), integrator="implicitfast",
+                  gravity="0 0 -9.81", jacobian="dense")
     world = ET.SubElement(root, "worldbody")
+    for ob in obstacles:
+        _obstacle(world, ob)
     bodies = {0: world}
     for jid in range(1, model.njoints):
         name = model.names[jid]
@@ -88,7 +110,12 @@ def build_mjcf(rm: RobotModel) -> str:
             continue
         P = obj.placement
         ET.SubElement(bodies[obj.parentJoint], "geom", name=obj.name, pos=_fmt(P.translation), quat=_quat(P.rotation),
-                      contype="0", conaffinity="0", group="1", rgba="0.75 0.1 0.1 1", **attrs)
+                      contype="1", conaffinity="0", group="1", rgba="0.75 0.1 0.1 1", **attrs)
+    contact = ET.SubElement(root, "contact")
+    for cp in rm.tight.collisionPairs:
+        a, b = rm.tight.geometryObjects[cp.first], rm.tight.geometryObjects[cp.second]
+        if _geom_attrs(a) is not None and _geom_attrs(b) is not None and (a.parentJoint or b.parentJoint):
+            ET.SubElement(contact, "pair", geom1=a.name, geom2=b.name)
     act = ET.SubElement(root, "actuator")
     for i, name in enumerate(rm.joint_names):
         eff = cfg.limits.effort[i]
@@ -96,6 +123,6 @@ def build_mjcf(rm: RobotModel) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
-def load_mujoco(rm: RobotModel) -> mujoco.MjModel:
+def load_mujoco(rm: RobotModel, obstacles=()) -> mujoco.MjModel:
     """Compile the plant; actuator i and the joint addresses follow config order."""
-    return mujoco.MjModel.from_xml_string(build_mjcf(rm))
+    return mujoco.MjModel.from_xml_string(build_mjcf(rm, obstacles))

@@ -6,7 +6,11 @@ A pair of links is disabled when it is
   named rest poses the real arm is built to take (neutral, shipping): the primitive shapes are
   coarser than the real shells there (the real robot's SRDF disables head/right_l2 likewise), or
 * ``Never``: even the *inflated* avoidance shapes never touch in ``samples`` random in-limit
-  configurations (inflation makes this conservative).
+  configurations (inflation makes this conservative), or the tight shapes stay more than
+  ``NEVER_CLEARANCE`` apart in every sample (wrist shapes that only ever swing around each other),
+  or the pair's distance is the same in every sample (shapes symmetric about the joints between
+  them, e.g. a cylinder on its own axis). Such pairs cannot collide; left enabled they would keep
+  collision avoidance engaged (repelling, slowing) in ordinary poses such as neutral.
 
 Run ``python -m intera_compat.model.srdf_gen [out.srdf]`` after changing the URDF.
 """
@@ -19,6 +23,7 @@ import numpy as np
 from ..config import load_config
 from .robot_model import RobotModel
 
+NEVER_CLEARANCE = 0.02  # m
 EMPTY_SRDF = '<?xml version="1.0"?><robot name="sawyer"></robot>'
 
 
@@ -40,12 +45,16 @@ def disabled_pairs(rm: RobotModel, samples: int = 20000, seed: int = 1) -> dict[
     n_pairs = len(geom.collisionPairs)
     tight_hits = np.zeros(n_pairs)
     avoid_hits = np.zeros(n_pairs)
+    d_min, d_max = np.full(n_pairs, np.inf), np.full(n_pairs, -np.inf)
     for _ in range(samples):
         q = rng.uniform(lo, hi)
         rm.colliding_pairs(q)  # fills collision results for every tight pair
         tight_hits += [r.isCollision() for r in rm.tight_data.collisionResults]
         rm.colliding_pairs(q, avoidance=True)
         avoid_hits += [r.isCollision() for r in rm.avoid_data.collisionResults]
+        d = rm.distances(q)
+        np.minimum(d_min, d, out=d_min)
+        np.maximum(d_max, d, out=d_max)
     rest = _rest_poses(rm)
     for i, cp in enumerate(geom.collisionPairs):
         k, _, _ = key(cp)
@@ -53,7 +62,7 @@ def disabled_pairs(rm: RobotModel, samples: int = 20000, seed: int = 1) -> dict[
             continue
         if tight_hits[i] >= 0.99 * samples or k in rest:
             reasons[k] = "Default"
-        elif avoid_hits[i] == 0:
+        elif avoid_hits[i] == 0 or d_min[i] > NEVER_CLEARANCE or (tight_hits[i] == 0 and d_max[i] - d_min[i] < 1e-6):
             reasons[k] = "Never"
     return reasons
 

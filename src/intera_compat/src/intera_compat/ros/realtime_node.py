@@ -93,7 +93,7 @@ class RealtimeLoopNode:
         self._make_publishers()
         self._make_subscribers()
         self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}")
-        self.wrench = WrenchEstimator(self.rm, cfg.tips[0], cfg.sim.get("damping", np.zeros(n)))
+        self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
         self._diag_prev = None
         self._state_thread = threading.Thread(target=self._publish_loop, daemon=True)
         self._state_thread.start()

@@ -15,6 +15,17 @@ from ..hardware.base import HardwareCommand, HardwareState
 from ..sources.base import Setpoint
 
 
+class SafetyContext:
+    """What the loop tells its safety plugins about this cycle (written by ``LoopCycle`` before the chain runs)."""
+
+    def __init__(self):
+        self.active = False  # robot enabled and not stopped
+        self.trajectory = False  # the arm follows a trajectory (TRAJECTORY_MODE stream or a whole trajectory)
+        self.avoidance = True  # collision avoidance on: not suppressed, no bypass
+        self.detection = True  # collision detection on: not suppressed, not in zero-G, no bypass
+        self.now = 0.0
+
+
 class SafetyPlugin:
     name = "plugin"
 

@@ -58,3 +58,15 @@ class HoldSource(SetpointSource):
             clamp(sp.q[i], self.lower, self.upper, self.q)
         elif self.ramp.active:
             self.ramp.start(sp.q[i], sp.v[i], sp.a[i])
+
+
+class SafetyHold(HoldSource):
+    """An override that stops the arm dead at its measured position while ``on`` (collision
+    detected, safety E-stop latched): the arbiter's override slot, the chain restarts from it."""
+
+    def __init__(self, idx: slice, lower: np.ndarray, upper: np.ndarray, vmax: np.ndarray, amax: np.ndarray, dt: float):
+        super().__init__(idx, lower, upper, vmax, amax, dt, ramp=False)
+        self.on = False
+
+    def engaged(self) -> bool:
+        return self.on

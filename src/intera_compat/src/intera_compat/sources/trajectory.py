@@ -39,7 +39,7 @@ SUCCEEDED, CANCELLED, PREEMPTED, ABORTED, REJECTED = 1, 2, 3, 4, 5
 # rejection / abort reasons (with a joint index where it applies)
 # (the same numbers as the R_* constants of intera_compat/ExecuteTrajectory's result)
 R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND, R_NEWER_TRAJECTORY, \
-    R_ROBOT_DISABLED, R_FAULT, R_LIMITS, R_CLIENT_LOST = range(11)
+    R_ROBOT_DISABLED, R_FAULT, R_LIMITS, R_CLIENT_LOST, R_COLLISION, R_ZERO_G, R_SAFETY_STOP = range(14)
 END_SPEED = 1e-3  # rad/s: a trajectory's last point must be at rest (a stop along the path ends there)
 END_ACCEL = 1e-2  # rad/s²
 STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
@@ -52,6 +52,8 @@ REASONS = {
     R_ROBOT_DISABLED: "the robot was disabled or stopped", R_FAULT: "the loop faulted",
     R_LIMITS: "the trajectory (from where the arm is) exceeds the joint velocity or acceleration limits",
     R_CLIENT_LOST: "its sender stopped sending keep-alives (process gone?): stopped on the path",
+    R_COLLISION: "a collision was detected: the arm stopped", R_ZERO_G: "zero-G was activated (cuff squeezed)",
+    R_SAFETY_STOP: "the safety E-stop was engaged: the arm holds its position",
 }
 
 

@@ -1,0 +1,265 @@
+"""Self-collision avoidance in the loop: a distance-based, direction-aware step limit on the
+reference (hector's SafetyPositionController) and Sawyer's repulsive torques.
+
+* **Step limit** (every backend; POSITION, VELOCITY and held references — not TRAJECTORY mode
+  nor whole trajectories, which Sawyer leaves unaltered): the reference may step at most
+  ``block_velocity_scaling × v_max·dt`` per joint and cycle; for every pair of the *tight* model
+  closer than ``zone`` whose distance the step shrinks (``ḋ = ∇d·step < 0``, ``∇d = nᵀ(J₂ − J₁)``
+  at the witness points; with ``directional`` off, every pair in the zone), that speed limit is
+  scaled by ``(d − padding)/(zone − padding)``: 100 % at the zone's edge, 0 at the padding
+  (blocked). A step that fits under the limit passes untouched; a longer one is scaled down as a
+  whole (its direction kept), and never eats more than half of the clearance left above the
+  padding, so the first-order prediction cannot overshoot it.
+* **Repulsion** (torque backends, every mode but TRAJECTORY, measured configuration): where the
+  larger *avoidance* shapes (``/robot/armnav_robot_description``) overlap, a force
+  ``stiffness × overlap − damping × ḋ`` (never pulling; the overlap counted at most up to where the
+  tight shapes touch) pushes the pair apart through ``τ += F ∇d``.
+
+Cost: distances are exact only where they matter. After a full distance pass at a pose ``q₀``
+(all pairs, coal), a pair's distance at ``q`` is at least ``d(q₀) − Σᵢ Rᵢ|qᵢ − q₀ᵢ|``, where
+``Rᵢ`` bounds how far joint ``i`` can carry any point of exactly one of the pair's bodies from
+its axis (joints that move both bodies do not change their distance). Pairs whose bound stays
+outside the zone cost nothing; pairs that may be inside are computed exactly; a new full pass
+runs when some bound has dropped by ``slack``. In free space a cycle costs a 61×8 mat-vec.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from ..hardware.base import HardwareCommand, HardwareState
+from ..model.robot_model import RobotModel
+from ..sources.base import Setpoint
+from .base import SafetyContext, SafetyPlugin
+
+
+def _reach_bound(model: pin.Model, joint: int, obj) -> float:
+    """Upper bound on the distance from ``joint``'s origin to any point of geometry ``obj``."""
+    g = obj.geometry
+    g.computeLocalAABB()
+    r = float(np.linalg.norm(obj.placement.act(np.asarray(g.aabb_center)))) + float(g.aabb_radius)
+    chain = list(model.supports[obj.parentJoint])
+    for j in chain[chain.index(joint) + 1:]:
+        r += float(np.linalg.norm(model.jointPlacements[j].translation))
+    return r
+
+
+class PairDistances:
+    """Signed distances of a geometry model's pairs, exact where they may be below ``near``."""
+
+    def __init__(self, rm: RobotModel, geom: pin.GeometryModel, near: float, slack: float):
+        m = rm.model
+        self.rm, self.model, self.geom = rm, m, geom
+        self.data = m.createData()
+        self.gdata = pin.GeometryData(geom)
+        self.near, self.slack = near, slack
+        pairs = [(cp.first, cp.second) for cp in geom.collisionPairs]
+        self.P = P = len(pairs)
+        n = len(rm.joint_names)
+        cfg_of_joint = {int(p): i for i, p in enumerate(rm.perm)}  # pinocchio idx_q -> config index
+        self.W = np.zeros((P, n))
+        for k, (a, b) in enumerate(pairs):
+            oa, ob = geom.geometryObjects[a], geom.geometryObjects[b]
+            sa, sb = set(m.supports[oa.parentJoint]) - {0}, set(m.supports[ob.parentJoint]) - {0}
+            for j in sa ^ sb:
+                obj = oa if j in sa else ob
+                self.W[k, cfg_of_joint[m.joints[j].idx_q]] = _reach_bound(m, j, obj)
+        self.parents = [(geom.geometryObjects[a].parentJoint, geom.geometryObjects[b].parentJoint) for a, b in pairs]
+        self.d = np.full(P, np.inf)  # exact where ``exact``, a lower bound elsewhere
+        self.exact = np.zeros(P, dtype=bool)
+        self.q_ref = np.zeros(n)
+        self.d_ref = np.full(P, -np.inf)  # nothing known yet: the first call makes a full pass
+        self.q_pin = np.zeros(m.nq)
+        self._w6 = np.zeros(6)
+        self._gpin = np.zeros(m.nv)
+        self._t = np.zeros(n)
+        self._drift = np.zeros(P)
+        self._near = np.zeros(P, dtype=bool)
+        self.full_passes = 0
+        self.pair_queries = 0
+        self._posed = self._jacobians = False
+
+    def invalidate(self) -> None:
+        self.d_ref[:] = -np.inf
+
+    def update(self, q: np.ndarray) -> None:
+        """Distances at config-ordered ``q``: ``d`` exact for every pair that may be below ``near``."""
+        self._posed = self._jacobians = False
+        np.subtract(q, self.q_ref, out=self._t)
+        np.abs(self._t, out=self._t)
+        np.dot(self.W, self._t, out=self._drift)
+        if self._drift.max() > self.slack or self.d_ref[0] == -np.inf:
+            self._pose(q)
+            pin.computeDistances(self.geom, self.gdata)
+            for k, r in enumerate(self.gdata.distanceResults):
+                self.d_ref[k] = r.min_distance
+            self.q_ref[:] = q
+            self.d[:] = self.d_ref
+            self.exact[:] = True
+            self.full_passes += 1
+            return
+        np.subtract(self.d_ref, self._drift, out=self.d)
+        np.less(self.d, self.near, out=self._near)
+        self.exact[:] = False
+        if not np.count_nonzero(self._near):
+            return
+        self._pose(q)
+        for k in np.flatnonzero(self._near):
+            self.d[k] = pin.computeDistance(self.geom, self.gdata, int(k)).min_distance
+            self.exact[k] = True
+            self.pair_queries += 1
+
+    def _pose(self, q: np.ndarray) -> None:
+        self.rm.to_pin(q, self.q_pin)
+        pin.forwardKinematics(self.model, self.data, self.q_pin)
+        pin.updateGeometryPlacements(self.model, self.data, self.geom, self.gdata)
+        self._posed, self._jacobians = True, False
+
+    def gradient(self, k: int, out: np.ndarray) -> np.ndarray:
+        """∂d_k/∂q (config order) at the pose of the last ``update``; pair ``k`` must be exact."""
+        if not self._posed:
+            raise RuntimeError("gradient() needs an exact distance at the current pose")
+        if not self._jacobians:
+            pin.computeJointJacobians(self.model, self.data, self.q_pin)
+            self._jacobians = True
+        res = self.gdata.distanceResults[k]
+        n = res.normal  # from the first object toward the second
+        w, g = self._w6, self._gpin
+        g[:] = 0.0
+        for sign, joint, p in ((-1.0, self.parents[k][0], res.getNearestPoint1()),
+                               (1.0, self.parents[k][1], res.getNearestPoint2())):
+            if joint == 0:
+                continue
+            # the witness point moves with its body: v = v_joint + ω × r, so nᵀv = [n, r × n]ᵀ [v_joint; ω]
+            o = self.data.oMi[joint].translation
+            rx, ry, rz = p[0] - o[0], p[1] - o[1], p[2] - o[2]
+            w[0], w[1], w[2] = n[0], n[1], n[2]
+            w[3], w[4], w[5] = ry * n[2] - rz * n[1], rz * n[0] - rx * n[2], rx * n[1] - ry * n[0]
+            w *= sign
+            g += w @ pin.getJointJacobian(self.model, self.data, joint, pin.LOCAL_WORLD_ALIGNED)
+        return self.rm.from_pin(g, out)
+
+
+class CollisionAvoidance(SafetyPlugin):
+    name = "collision_avoidance"
+
+    def __init__(self, rm: RobotModel, ctx: SafetyContext, dt: float, vmax, padding: float = 0.01,
+                 zone: float = 0.05, block_velocity_scaling: float = 1.5, directional: bool = True,
+                 slack: float = 0.05, stiffness: float = 1000.0, damping: float = 20.0, torque: bool = True):
+        super().__init__()
+        if not 0.0 <= padding < zone:
+            raise ValueError(f"collision avoidance: padding {padding} must lie in [0, zone = {zone})")
+        self.ctx, self.dt = ctx, dt
+        self.padding, self.zone, self.directional = padding, zone, directional
+        self.stiffness, self.damping, self.torque = stiffness, damping, torque
+        n = len(rm.joint_names)
+        self.step_max = np.asarray(vmax, float) * dt * block_velocity_scaling
+        self.tight = PairDistances(rm, rm.tight, zone, slack)
+        self.avoid = PairDistances(rm, rm.avoid, 0.0, slack) if torque and stiffness > 0 else None
+        self.max_overlap = 2.0 * float(rm.cfg.avoidance_margin)
+        self.pair_names = rm.pair_names()
+        self.P = self.tight.P
+        self.prev = np.zeros(n)
+        self._primed = False
+        self._step = np.zeros(n)
+        self._free = np.zeros(n, dtype=bool)
+        self._g = np.zeros(n)
+        self._r = np.zeros(n)
+        # what the last cycle did (published at 100 Hz)
+        self.active = np.zeros(self.P, dtype=bool)  # pairs the layer slowed or repelled
+        self.distance_scale = 1.0  # the zone's factor alone
+        self.effective_scale = 1.0  # what was applied (velocity block × zone)
+        self.worst_derivative = 0.0  # most negative ḋ of a step (m per cycle) among pairs in the zone
+        self.in_zone = 0
+        self.repelling = 0
+        self.engaged = False
+
+    # ---- the step limit ------------------------------------------------------------------
+    def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
+        ctx = self.ctx
+        self.active[:] = False
+        self.distance_scale = self.effective_scale = 1.0
+        self.worst_derivative, self.in_zone = 0.0, 0
+        self.engaged = ctx.avoidance and ctx.active
+        if not self.engaged or ctx.trajectory or not self._primed:
+            return 0
+        step = self._step
+        np.subtract(sp.q, self.prev, out=step)
+        np.copyto(step, 0.0, where=sp.torque_only)
+        if not np.count_nonzero(step):
+            return 0
+        np.abs(step, out=self._r)
+        self._r /= self.step_max
+        used = self._r.max()  # the step as a fraction of the block speed (1.5 v_max per cycle)
+        self.tight.update(self.prev)
+        d = self.tight.d
+        allowed = 1.0  # the fraction of the block speed the zone allows
+        guard = np.inf  # the fraction of this step that keeps half the clearance above the padding
+        span = self.zone - self.padding
+        for k in np.flatnonzero(d < self.zone):
+            self.in_zone += 1
+            rate = float(self.tight.gradient(int(k), self._g) @ step)  # ḋ of the whole step
+            if rate < self.worst_derivative:
+                self.worst_derivative = rate
+            if self.directional and rate >= 0.0:
+                continue
+            clear = d[k] - self.padding
+            s = min(max(clear / span, 0.0), 1.0)
+            if s < allowed:
+                allowed = s
+            if rate < 0.0:
+                guard = min(guard, 0.5 * max(clear, 0.0) / -rate)
+            self.active[k] = True
+        self.distance_scale = allowed
+        f = min(1.0, allowed / used, guard)
+        self.effective_scale = f
+        if f < 1.0:
+            step *= f
+            np.add(self.prev, step, out=self._r)
+            np.copyto(sp.q, self._r, where=np.logical_not(sp.torque_only, out=self._free))
+            sp.v *= f
+            sp.a *= f
+            self.interventions += 1
+        return 0
+
+    def commit(self, sp: Setpoint) -> None:
+        self.prev[:] = sp.q
+        self._primed = True
+
+    def reset(self, hw: HardwareState, sp: Setpoint) -> None:
+        self.prev[:] = sp.q
+        self._primed = True
+
+    # ---- repulsion -----------------------------------------------------------------------
+    def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
+        self.repelling = 0
+        if self.avoid is None or not self.engaged or self.ctx.trajectory:
+            return 0
+        av = self.avoid
+        av.update(hw.position)  # exact wherever the avoidance shapes may overlap: every d < 0 is exact
+        if av.d.min() >= 0.0:
+            return 0
+        for k in np.flatnonzero(av.d < 0.0):
+            k = int(k)
+            overlap = min(-av.d[k], self.max_overlap)  # deeper than touching tight shapes: no stiffer
+            g = av.gradient(k, self._g)
+            f = self.stiffness * overlap - self.damping * float(g @ hw.velocity)
+            if f > 0.0:
+                cmd.effort += f * g
+                self.repelling += 1
+                self.active[k] = True
+        return 0
+        av = self.avoid
+        av._pose(q)
+        for k in np.flatnonzero(cand):
+            k = int(k)
+            overlap = -pin.computeDistance(av.geom, av.gdata, k).min_distance
+            if overlap <= 0.0:
+                continue
+            g = av.gradient(k, self._g)
+            f = self.stiffness * overlap - self.damping * float(g @ hw.velocity)
+            if f > 0.0:
+                cmd.effort += f * g
+                self.repelling += 1
+                self.active[k] = True
+        return 0

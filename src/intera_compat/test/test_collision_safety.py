@@ -1,0 +1,256 @@
+"""Collision avoidance, collision detection, the safety E-stop and bypass, on the loop's cycle
+(``OfflineLoop``: the realtime process's ``LoopCycle.step`` on the MuJoCo Sawyer, sim time)."""
+import numpy as np
+import pytest
+
+from intera_compat.config import load_config
+from intera_compat.hardware.sim import SimBackend
+from intera_compat.loop.layouts import (MSG_BYPASS, MSG_SAFETY_ESTOP, MSG_SUPPRESS, POSITION_MODE,
+                                       SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, TRAJECTORY_MODE,
+                                       VELOCITY_MODE)
+from intera_compat.loop.offline import OfflineLoop
+from intera_compat.model.robot_model import RobotModel
+from intera_compat.safety.collision_avoidance import PairDistances
+from intera_compat.safety.collision_detection import IMPACT, NONE, SQUISH
+from intera_compat.sources import trajectory as T
+
+CFG = load_config()
+ARM = CFG.joint_names
+PADDING = CFG.control["collision_avoidance"]["padding"]
+ELBOW_CONTACT = 2.814  # right_j3 from neutral: the forearm (right_l4_2/l6) meets right_l1 about here
+TABLE = {"name": "table", "type": "box", "size": [0.3, 0.5, 0.05], "pos": [0.65, 0.16, 0.0]}  # top at z = 0.05
+
+
+@pytest.fixture(scope="module")
+def rm():
+    return RobotModel(CFG)
+
+
+def started(obstacles=()):
+    L = OfflineLoop(backend=SimBackend(RobotModel(CFG), CFG.full_pose("neutral"), obstacles=obstacles))
+    L.step()
+    return L
+
+
+def keep(L, kind, *values):
+    """A sender that repeats one message every call (streams, suppressions)."""
+    return lambda: L.event(kind, *values)
+
+
+# ---- distances --------------------------------------------------------------------------
+def test_distance_bound_holds_and_is_exact_near_the_zone(rm):
+    pd = PairDistances(rm, rm.tight, 0.05, 0.05)
+    rng = np.random.default_rng(4)
+    lo, hi = CFG.limits.lower, CFG.limits.upper
+    for _ in range(200):
+        q0 = rng.uniform(lo, hi)
+        pd.invalidate()
+        pd.update(q0)
+        q1 = q0 + rng.normal(0.0, 0.02, len(q0))
+        pd.update(q1)
+        true = rm.distances(q1)
+        assert np.all(pd.d <= true + 1e-5)  # a lower bound everywhere (GJK's tolerance grows with distance)
+        near = true < 0.05
+        assert np.all(pd.exact[near])  # and the exact value wherever it may matter
+        assert pd.d[near] == pytest.approx(true[near], abs=1e-6)
+
+
+def test_distance_gradient_matches_finite_differences(rm):
+    pd = PairDistances(rm, rm.tight, 0.05, 0.05)
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(60):
+        q = rng.uniform(CFG.limits.lower, CFG.limits.upper)
+        pd.invalidate()
+        pd.update(q)
+        for k in np.flatnonzero((pd.d > 0.005) & (pd.d < 0.05))[:2]:
+            g = pd.gradient(int(k), np.zeros(len(q)))
+            h = 1e-4
+            num = [(rm.distances(q + h * e)[k] - rm.distances(q - h * e)[k]) / (2 * h) for e in np.eye(len(q))]
+            assert g == pytest.approx(num, abs=0.01)
+            checked += 1
+    assert checked > 20
+
+
+# ---- avoidance ----------------------------------------------------------------------------
+def fold_elbow(L, mode, seconds=3.0, target=3.0, suppress=False):
+    """Drive right_j3 toward folding the forearm onto the upper arm; the smallest tight distance seen."""
+    q = L.arm_q.copy()
+    q[3] = target
+    L.set(speed_ratio=1.0)
+    dmin = np.inf
+    for k in range(int(seconds / 0.01)):
+        if mode == POSITION_MODE:
+            L.send(POSITION_MODE, ARM, position=q)
+        else:
+            L.send(VELOCITY_MODE, ARM, velocity=[0, 0, 0, 1.0, 0, 0, 0])
+        if suppress:
+            L.event(MSG_SUPPRESS, SUPPRESS_COLLISION_AVOIDANCE)
+        for _ in range(10):
+            L.step()
+            dmin = min(dmin, L.rm.distances(L.q).min())
+    return dmin
+
+
+@pytest.mark.parametrize("mode", [POSITION_MODE, VELOCITY_MODE])
+def test_folding_the_elbow_stops_short_of_contact(mode):
+    L = started()
+    dmin = fold_elbow(L, mode)
+    assert dmin > PADDING  # the tight shapes never came closer than the padding
+    assert L.arm_q[3] < ELBOW_CONTACT - 0.02
+    assert abs(L.state.local.velocity[3]) < 0.01  # stopped there, not crawling in
+    assert L.cycle.avoidance.interventions > 0
+
+
+def test_suppressed_avoidance_folds_the_elbow_into_contact():
+    L = started()
+    dmin = fold_elbow(L, POSITION_MODE, suppress=True)
+    assert dmin < 0.002  # the links met (the plant's own contact stops them)
+
+
+def test_trajectory_mode_is_not_altered():
+    L = started()
+    q0 = L.arm_q.copy()
+    goal = 2.80  # inside the padding: POSITION mode stops short of it
+    n = 200
+    for k in range(n + 50):  # a 2 s cosine ramp streamed at 100 Hz
+        s = min(k / n, 1.0)
+        q = q0.copy()
+        q[3] = q0[3] + (goal - q0[3]) * (1 - np.cos(np.pi * s)) / 2
+        v = np.zeros(7)
+        v[3] = (goal - q0[3]) * np.pi / 2 * np.sin(np.pi * s) / 2.0 if s < 1 else 0.0
+        L.send(TRAJECTORY_MODE, ARM, position=q, velocity=v, acceleration=np.zeros(7))
+        L.run(0.01)
+    assert L.cycle.avoidance.interventions == 0
+    assert L.arm_q[3] == pytest.approx(goal, abs=0.01)
+
+
+def test_moving_away_from_a_close_pair_runs_at_full_speed():
+    L = started()
+    fold_elbow(L, POSITION_MODE, seconds=3.0)
+    assert L.cycle.avoidance.tight.d.min() < CFG.control["collision_avoidance"]["safety_zone"]
+    peak = 0.0
+    for _ in range(40):
+        L.send(VELOCITY_MODE, ARM, velocity=[0, 0, 0, -1.0, 0, 0, 0])
+        L.run(0.01)
+        peak = max(peak, -L.state.local.velocity[3])
+    assert peak > 0.95  # 1 rad/s asked, away from the pair: not slowed
+
+
+# ---- detection ----------------------------------------------------------------------------
+def drive_down(L, speed, seconds, every=None):
+    """Lower the arm onto the table with right_j1 in VELOCITY mode; (first contact time, first trip)."""
+    det, contact, trip = L.cycle.detection, None, None
+    for k in range(int(seconds / L.dt)):
+        if k % 10 == 0:
+            L.send(VELOCITY_MODE, ARM, velocity=[0, speed, 0, 0, 0, 0, 0])
+            if every is not None:
+                every()
+        L.step()
+        if contact is None and L.backend.contacts():
+            contact = L.cycle.now
+        if trip is None and det.tripped:
+            trip = (L.cycle.now, det.state)
+    return contact, trip
+
+
+def test_driving_into_the_table_trips_impact_holds_and_resumes():
+    L = started([TABLE])
+    contact, trip = drive_down(L, 0.8, 0.8)
+    assert contact is not None and trip is not None
+    assert trip[1] == IMPACT and 0.0 <= trip[0] - contact <= 0.02
+    det, hold = L.cycle.detection, L.cycle.collision_hold
+    t_trip = trip[0]
+    assert L.cycle.arbiter.active is hold
+    # held: no motion although velocity commands keep coming, for the hold time
+    while L.cycle.now < t_trip + 0.45:
+        L.send(VELOCITY_MODE, ARM, velocity=[0, -0.3, 0, 0, 0, 0, 0])  # (upward: would be allowed)
+        L.run(0.01)
+        assert L.cycle.arbiter.active is hold
+    assert np.abs(L.state.local.velocity[:7]).max() < 0.05
+    # then the streaming command resumes (away from the table, nothing to detect)
+    for _ in range(20):
+        L.send(VELOCITY_MODE, ARM, velocity=[0, -0.3, 0, 0, 0, 0, 0])
+        L.run(0.01)
+    assert det.state == NONE and L.cycle.arbiter.active is L.cycle.velocity
+    assert L.state.local.velocity[1] < -0.2
+
+
+def test_suppressed_contact_safety_does_not_trip():
+    L = started([TABLE])
+    contact, trip = drive_down(L, 0.8, 1.0, keep(L, MSG_SUPPRESS, SUPPRESS_CONTACT_SAFETY))
+    assert contact is not None and trip is None and L.cycle.detection.count == 0
+
+
+def test_pushing_on_the_table_is_a_squish_held_while_it_lasts():
+    L = started([TABLE])
+    # settle onto the table with contact safety off, then keep pushing with it on
+    contact, trip = drive_down(L, 0.15, 2.5, keep(L, MSG_SUPPRESS, SUPPRESS_CONTACT_SAFETY))
+    assert contact is not None and trip is None
+    det = L.cycle.detection
+    assert np.abs(det.residual / det.squish_thr).max() > 1.0  # pressing harder than the threshold
+    _, trip = drive_down(L, 0.15, 0.3)  # (the suppression lapses 0.2 s after its last message)
+    assert trip is not None and trip[1] == SQUISH
+    assert det.joint in range(7) and abs(det.value) > det.threshold
+    L.run(0.3)  # holding at the measured position relieves the push: the squish ends
+    assert det.state == NONE
+
+
+def test_no_false_detection_in_fast_free_motion():
+    L = started()
+    L.set(speed_ratio=1.0)
+    rng = np.random.default_rng(8)
+    lo, hi = CFG.limits.lower[:7] * 0.6, CFG.limits.upper[:7] * 0.6
+    for _ in range(6):
+        target = rng.uniform(lo, hi)
+        for _ in range(100):
+            L.send(POSITION_MODE, ARM, position=target)
+            L.run(0.01)
+    assert L.cycle.detection.count == 0
+
+
+def test_a_collision_ends_a_whole_trajectory_with_its_reason():
+    L = started([TABLE])
+    q0 = L.arm_q
+    q1 = q0 + np.array([0, 0.6, 0, 0, 0, 0, 0])  # down through the table
+    v0 = np.zeros(7)
+    tid = L.trajectories.execute([0.0, 2.0], [q0, q1], [v0, v0], [v0, v0])
+    res = L.trajectories.wait(tid, 3.0, step=L.step)
+    assert res is not None and res.status == T.ABORTED and res.reason == T.R_COLLISION
+
+
+# ---- E-stop and bypass ------------------------------------------------------------------
+def test_safety_estop_latches_a_hold_and_ignores_commands_until_released():
+    L = started()
+    target = L.arm_q + np.array([0.5, 0, 0, 0, 0, 0, 0])
+    L.send(POSITION_MODE, ARM, position=target)
+    L.run(0.3)
+    L.event(MSG_SAFETY_ESTOP, 1)
+    L.run(0.01)
+    here = L.arm_q
+    for _ in range(50):
+        L.send(POSITION_MODE, ARM, position=target)
+        L.run(0.01)
+    assert np.abs(L.arm_q - here).max() < 0.02 and abs(L.state.local.velocity[0]) < 0.01
+    L.event(MSG_SAFETY_ESTOP, 0)
+    L.run(0.5)
+    assert np.abs(L.arm_q - here).max() < 0.02  # released: holds until a new command
+    for _ in range(300):
+        L.send(POSITION_MODE, ARM, position=target)
+        L.run(0.01)
+    assert np.abs(L.arm_q - target).max() < 0.01
+
+
+def test_bypass_turns_avoidance_off_and_ends_by_itself():
+    L = started()
+    L.event(MSG_BYPASS, 1.0)
+    assert fold_elbow(L, POSITION_MODE, seconds=0.9) < PADDING  # no avoidance while bypassed
+    assert L.cycle.bypass
+    L.run(0.2)
+    assert not L.cycle.bypass
+    q = L.arm_q.copy()
+    q[3] = 2.0
+    for _ in range(150):  # back out, then in again: avoidance is back
+        L.send(POSITION_MODE, ARM, position=q)
+        L.run(0.01)
+    assert fold_elbow(L, POSITION_MODE, seconds=3.0) > PADDING
