@@ -1,13 +1,13 @@
-"""Collision avoidance, collision detection, the safety E-stop and bypass, on the loop's cycle
+"""Collision avoidance, collision detection, the safety E-stop and bypass, zero-G, on the loop's cycle
 (``OfflineLoop``: the realtime process's ``LoopCycle.step`` on the MuJoCo Sawyer, sim time)."""
 import numpy as np
 import pytest
 
 from intera_compat.config import load_config
 from intera_compat.hardware.sim import SimBackend
-from intera_compat.loop.layouts import (MSG_BYPASS, MSG_SAFETY_ESTOP, MSG_SUPPRESS, POSITION_MODE,
-                                       SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, TRAJECTORY_MODE,
-                                       VELOCITY_MODE)
+from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_SAFETY_ESTOP, MSG_SUPPRESS, POSITION_MODE,
+                                       SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
+                                       TRAJECTORY_MODE, VELOCITY_MODE)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.safety.collision_avoidance import PairDistances
@@ -49,6 +49,9 @@ def test_distance_bound_holds_and_is_exact_near_the_zone(rm):
         q1 = q0 + rng.normal(0.0, 0.02, len(q0))
         pd.update(q1)
         true = rm.distances(q1)
+        if pd.lazy:  # it claims nothing is near: true, and its bounds say so too
+            assert true.min() >= 0.05
+            pd.bounds()
         assert np.all(pd.d <= true + 1e-5)  # a lower bound everywhere (GJK's tolerance grows with distance)
         near = true < 0.05
         assert np.all(pd.exact[near])  # and the exact value wherever it may matter
@@ -254,3 +257,68 @@ def test_bypass_turns_avoidance_off_and_ends_by_itself():
         L.send(POSITION_MODE, ARM, position=q)
         L.run(0.01)
     assert fold_elbow(L, POSITION_MODE, seconds=3.0) > PADDING
+
+
+# ---- zero-G (cuff) ------------------------------------------------------------------------
+def push_hand(L, force, seconds, every=None):
+    L.backend.apply_wrench("right_hand", [*force, 0, 0, 0], seconds)
+    L.run(seconds, every)
+
+
+def test_cuff_squeeze_floats_the_arm_and_release_holds_where_it_was_left():
+    L = started()
+    L.event(MSG_CUFF, 1)
+    L.run(0.05)
+    assert L.cycle.arbiter.active is L.cycle.zero_g
+    q0 = L.arm_q
+    L.run(0.5)
+    assert np.abs(L.arm_q - q0).max() < 0.02  # gravity compensated: it floats, no sag
+    push_hand(L, [0, 20.0, 0], 0.5)  # a hand pulls sideways
+    moved = L.arm_q - q0
+    assert np.abs(moved).max() > 0.1  # it gives way freely
+    assert L.cycle.detection.count == 0  # a hand on the cuff is not a collision
+    L.event(MSG_CUFF, 0)
+    L.run(1.0)  # released while still drifting: it stops (at the acceleration limits) ...
+    assert L.cycle.arbiter.active is L.cycle.hold
+    here = L.arm_q
+    L.run(0.5)
+    assert np.abs(L.arm_q - here).max() < 5e-3 and np.abs(L.state.local.velocity[:7]).max() < 0.01
+    assert np.abs(L.arm_q - q0).max() > 0.1  # ... and stays where it was left, no spring back
+
+
+def test_commands_during_zero_g_wait_and_a_streaming_client_resumes_after_release():
+    L = started()
+    target = L.arm_q + np.array([0.3, 0, 0, 0, 0, 0, 0])
+    L.event(MSG_CUFF, 1)
+    for _ in range(30):
+        L.send(POSITION_MODE, ARM, position=target)
+        L.run(0.01)
+    assert L.cycle.arbiter.active is L.cycle.zero_g and L.state.local.commands_ignored[0] >= 30
+    L.event(MSG_CUFF, 0)
+    for _ in range(300):
+        L.send(POSITION_MODE, ARM, position=target)
+        L.run(0.01)
+    assert np.abs(L.arm_q - target).max() < 0.01
+
+
+def test_suppress_cuff_interaction_keeps_the_controller():
+    L = started()
+    L.event(MSG_CUFF, 1)
+    L.run(0.5, keep(L, MSG_SUPPRESS, SUPPRESS_CUFF), period=0.05)
+    assert L.cycle.arbiter.active is not L.cycle.zero_g
+    q0 = L.arm_q
+    push_hand(L, [0, 5.0, 0], 0.3, keep(L, MSG_SUPPRESS, SUPPRESS_CUFF))
+    assert np.abs(L.arm_q - q0).max() < 0.02  # still position-controlled
+    L.run(0.3)  # the suppression lapses while the cuff is still squeezed: zero-G
+    assert L.cycle.arbiter.active is L.cycle.zero_g
+
+
+def test_zero_g_ends_a_whole_trajectory_with_its_reason():
+    L = started()
+    q0 = L.arm_q
+    v0 = np.zeros(7)
+    tid = L.trajectories.execute([0.0, 3.0], [q0, q0 + 0.4], [v0, v0], [v0, v0])
+    L.run(0.5)
+    L.event(MSG_CUFF, 1)
+    res = L.trajectories.wait(tid, 1.0, step=L.step)
+    assert res is not None and res.status == T.ABORTED and res.reason == T.R_ZERO_G

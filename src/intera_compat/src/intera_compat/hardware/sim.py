@@ -45,6 +45,7 @@ class SimBackend(Backend):
         self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
         self._qfrc_act, self._qfrc_con, self._qfrc_pas = d.qfrc_actuator, d.qfrc_constraint, d.qfrc_passive
         self._xfrc = d.xfrc_applied
+        self._n_obstacles = len(self.obstacles)  # the scene's geoms come first in the model
         self._contact = np.zeros(self.m.nv)
         self._wrench_body = -1
 
@@ -53,20 +54,35 @@ class SimBackend(Backend):
         return float(self.d.time)
 
     def contacts(self) -> int:
-        """Contacts between the arm and the obstacle scene right now."""
+        """Contacts right now (the arm with the obstacle scene or with itself)."""
         return int(self.d.ncon)
 
+    def scene_contact(self) -> str | None:
+        """The link (body) of the first contact between the arm and an obstacle, or None."""
+        d, m = self.d, self.m
+        for k in range(d.ncon):
+            g1, g2 = int(d.contact[k].geom1), int(d.contact[k].geom2)
+            if g1 < self._n_obstacles or g2 < self._n_obstacles:
+                arm = g2 if g1 < self._n_obstacles else g1
+                return mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[arm])) or "base"
+        return None
+
     def apply_wrench(self, link: str, wrench, duration: float) -> None:
-        """Push on ``link`` (force N, torque Nm, base axes, at the link frame's origin) for ``duration`` s."""
-        bid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, link)
-        if bid < 0:
-            raise KeyError(f"no body {link!r} in the simulated arm")
-        self._xfrc[:] = 0.0
+        """Push on ``link`` (any link frame: force N, torque Nm, base axes, at the frame's origin) for
+        ``duration`` s of sim time; replaces a wrench still acting."""
+        sid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_SITE, link)
+        if sid < 0:
+            raise KeyError(f"no link {link!r} in the simulated arm")
         w = np.asarray(wrench, float)
-        # xfrc_applied acts at the body's centre of mass: move the torque from the frame origin there
-        r = self.d.xipos[bid] - self.d.xpos[bid]
+        if w.shape != (6,) or not np.isfinite(w).all():
+            raise ValueError(f"wrench must be 6 finite numbers, got {wrench!r}")
+        if self._wrench_body >= 0:
+            self._xfrc[self._wrench_body] = 0.0
+        bid = int(self.m.site_bodyid[sid])
+        # xfrc_applied acts at the body's centre of mass: carry the force's moment from the frame origin there
+        r = self.d.site_xpos[sid] - self.d.xipos[bid]
         self._xfrc[bid, :3] = w[:3]
-        self._xfrc[bid, 3:] = w[3:] - np.cross(r, w[:3])
+        self._xfrc[bid, 3:] = w[3:] + np.cross(r, w[:3])
         self._wrench_body = bid
         self.wrench_until = self.d.time + duration
 

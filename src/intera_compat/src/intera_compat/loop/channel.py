@@ -1,7 +1,8 @@
 """The listener ↔ loop channel: seqlock records for latest values, SPSC rings for the rest.
 
 * ``control`` (listener → loop): speed ratio, command timeout, joint-state rate, shutdown;
-* ``state`` (loop → listener, every cycle) and ``stats`` (loop → listener, 100 Hz);
+* ``state`` (loop → listener, every cycle), ``stats`` (loop → listener, 100 Hz) and ``safety``
+  (loop → listener, 100 Hz and on detection changes; ``pairs`` = the tight model's collision pairs);
 * ``to_loop`` ring: JointCommands, robot events, suppress keep-alives, whole trajectories,
   cancels, scaling — in order, none lost (a full ring refuses the message and says so);
 * ``from_loop`` ring: trajectory results and faults.
@@ -15,7 +16,7 @@ import threading
 
 import numpy as np
 
-from .layouts import MSG_COMMAND, control_layout, state_layout, stats_layout
+from .layouts import MSG_COMMAND, control_layout, safety_layout, state_layout, stats_layout
 from .ring import SpscRing
 from .shm import SeqlockRecord
 
@@ -24,12 +25,13 @@ FROM_LOOP_WORDS = 1 << 12
 
 
 class Channel:
-    def __init__(self, n: int, names: dict | None = None, create: bool = False):
+    def __init__(self, n: int, names: dict | None = None, create: bool = False, pairs: int = 0):
         names = names or {}
         self.n = n
         self.control = SeqlockRecord(control_layout(), names.get("control"), create)
         self.state = SeqlockRecord(state_layout(n), names.get("state"), create)
         self.stats = SeqlockRecord(stats_layout(), names.get("stats"), create)
+        self.safety = SeqlockRecord(safety_layout(n, pairs), names.get("safety"), create)
         self.to_loop = SpscRing(TO_LOOP_WORDS, names.get("to_loop"), create)
         self.from_loop = SpscRing(FROM_LOOP_WORDS, names.get("from_loop"), create)
         self.lock = threading.Lock()
@@ -39,7 +41,7 @@ class Channel:
     @property
     def names(self) -> dict:
         return {"control": self.control.name, "state": self.state.name, "stats": self.stats.name,
-                "to_loop": self.to_loop.name, "from_loop": self.from_loop.name}
+                "safety": self.safety.name, "to_loop": self.to_loop.name, "from_loop": self.from_loop.name}
 
     # ---- listener side ------------------------------------------------------------------
     def post(self, kind: int, *parts) -> bool:
@@ -75,7 +77,7 @@ class Channel:
             self.control.publish_local()
 
     def close(self) -> None:
-        for x in (self.control, self.state, self.stats, self.to_loop, self.from_loop):
+        for x in (self.control, self.state, self.stats, self.safety, self.to_loop, self.from_loop):
             try:
                 x.close()
             except (BufferError, FileNotFoundError):

@@ -34,14 +34,16 @@ from ..sources.hold import HoldSource, SafetyHold
 from ..sources.position import PositionSource
 from ..sources.stream import StreamSource
 from ..sources.torque import TorqueSource
-from ..sources.trajectory import R_COLLISION, R_FAULT, R_SAFETY_STOP, TRAJ_RUNNING, TRAJ_STOPPING, TrajectorySource
+from ..sources.trajectory import (R_COLLISION, R_FAULT, R_SAFETY_STOP, R_ZERO_G, TRAJ_RUNNING, TRAJ_STOPPING,
+                                  TrajectorySource)
 from ..sources.velocity import VelocitySource
+from ..sources.zero_g import ZeroGSource
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
-from .layouts import (MSG_BYPASS, MSG_COMMAND, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, MSG_SAFETY_ESTOP,
+from .layouts import (MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, MSG_SAFETY_ESTOP,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
-                      POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_GRAVITY,
-                      SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
+                      POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
+                      SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
 
 TIMEOUT_RANGE = (0.0, 1.0)
 # scalar blocks of the state record (layouts.state_layout), in record order
@@ -72,7 +74,8 @@ def build_safety_chain(cfg: RobotConfig, dt: float, rm: RobotModel, ctx: SafetyC
             rm, ctx, dt, lim.velocity, float(ca.get("padding", 0.01)), float(ca.get("safety_zone", 0.05)),
             float(ca.get("block_velocity_scaling", 1.5)), bool(ca.get("directional", True)),
             float(ca.get("slack", 0.05)), float(ca.get("repulsion_stiffness", 300.0)),
-            float(ca.get("repulsion_damping", 10.0)), torque),
+            float(ca.get("repulsion_damping", 10.0)), torque, float(ca.get("tracking_margin", 0.006)),
+            float(ca.get("closing_decel", 5.0)), float(ca.get("braking_band", 0.05))),
         "collision_detection": lambda: CollisionDetection(
             rm, ctx, dt, cfg.tips[0], cfg.n_arm, cd["impact"], cd["squish"], float(cd.get("force", 100.0)),
             float(cd.get("torque", 15.0)), float(cd.get("observer_gain", 100.0)), float(cd.get("impact_filter", 0.05)),
@@ -120,14 +123,15 @@ class LoopCycle:
         self.by_mode = {POSITION_MODE: self.position, VELOCITY_MODE: self.velocity, TORQUE_MODE: self.torque,
                         TRAJECTORY_MODE: self.stream}
         self.arbiter = Arbiter(self.brake, self.hold, head)
-        # overrides, highest priority first: the safety E-stop latch, a detected collision
+        # overrides, highest priority first: the safety E-stop latch, a detected collision, the cuff's zero-G
         self.estop_hold = SafetyHold(arm, lo, hi, vmax, amax, dt)
         self.collision_hold = SafetyHold(arm, lo, hi, vmax, amax, dt)
-        self.arbiter.overrides = [self.estop_hold, self.collision_hold]
-        self._measured_handover = (self.brake, self.estop_hold, self.collision_hold)
+        self.zero_g = ZeroGSource(arm, self.adapter.supports(Capability.TORQUE))
+        self.arbiter.overrides = [self.estop_hold, self.collision_hold, self.zero_g]
+        self._measured_handover = (self.brake, self.estop_hold, self.collision_hold, self.zero_g)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
                                                              self.torque, self.stream, self.trajectory,
-                                                             self.estop_hold, self.collision_hold))}
+                                                             self.estop_hold, self.collision_hold, self.zero_g))}
         self._mode_of = {id(s): m for m, s in self.by_mode.items()}
         # intake buffers (preallocated views onto one message buffer)
         self._msg = np.zeros(TO_LOOP_WORDS)
@@ -138,6 +142,8 @@ class LoopCycle:
         self._out = np.zeros(4)
         self.suppress_time = [-1e9] * len(SUPPRESS_KEYS)
         self.bypass_until = -1.0  # loop time at which the safety bypass ends
+        self._zero_g_was = False
+        self.safety_changed = False  # a detection, E-stop or bypass began or ended: publish the safety record now
         self.detection = self.chain.get("collision_detection")
         self.avoidance = self.chain.get("collision_avoidance")
         self.suppress_timeout = float(c.get("suppress_timeout", 0.2))
@@ -176,8 +182,8 @@ class LoopCycle:
         return self.robot.enabled and not self.robot.stopped
 
     def _command(self, now: float) -> None:
-        if not self.robot_active or self.estop_hold.on:
-            self.counts["ignored"] += 1  # disabled or safety E-stop: commands are not executed
+        if not self.robot_active or self.estop_hold.on or self.zero_g.engaged():
+            self.counts["ignored"] += 1  # disabled, safety E-stop, zero-G: commands are not executed
             return
         src = self.by_mode.get(int(self._msg[0]))
         if src is None or not self.adapter.supports(src.requires):
@@ -252,8 +258,12 @@ class LoopCycle:
                 self.estop_hold.on = msg[0] > 0.5
                 if self.estop_hold.on:
                     self._safety_stop(R_SAFETY_STOP, resume=False)
+                self.safety_changed = True
+            elif kind == MSG_CUFF:
+                self.zero_g.squeezed = msg[0] > 0.5
             elif kind == MSG_BYPASS:
                 self.bypass_until = now + msg[0] if msg[0] > 0.0 else -1.0
+                self.safety_changed = True
         if n_cmd > 1:
             self.counts["superseded"] += n_cmd - 1
         if self.robot_active != was_active:
@@ -277,13 +287,24 @@ class LoopCycle:
         """This cycle's safety context, and the overrides the detection asks for."""
         ctx = self.ctx
         ctx.active = self.robot_active
-        ctx.avoidance = not self.suppressed(SUPPRESS_COLLISION_AVOIDANCE) and not self.bypass
-        ctx.detection = not self.suppressed(SUPPRESS_CONTACT_SAFETY)
+        # (the E-stop holds the measured position as it is, with no avoidance offsets: hector's latch)
+        ctx.avoidance = not (self.suppressed(SUPPRESS_COLLISION_AVOIDANCE) or self.bypass or self.estop_hold.on)
+        zg = self.zero_g
+        zg.allowed = not self.suppressed(SUPPRESS_CUFF)
+        if zg.engaged() != self._zero_g_was:
+            self._zero_g_was = not self._zero_g_was
+            self.safety_changed = True
+            if self._zero_g_was:  # zero-G takes the arm: a trajectory ends; on release the arm holds where it was left
+                self._safety_stop(R_ZERO_G, resume=False)
+        # a hand on the cuff is not a collision
+        ctx.detection = not (self.suppressed(SUPPRESS_CONTACT_SAFETY) or zg.engaged())
         det = self.detection
         if det is not None:
             if det.tripped:
                 self._safety_stop(R_COLLISION, resume=True)
-            self.collision_hold.on = det.holding
+            if det.holding != self.collision_hold.on:
+                self.collision_hold.on = det.holding
+                self.safety_changed = True
 
     # ---- the cycle ----------------------------------------------------------------------
     def _fault(self, code: int, joint: int) -> None:
@@ -362,6 +383,37 @@ class LoopCycle:
         self._results()
         self._publish(now)
         self.now = now + self.dt
+
+    def publish_safety(self) -> None:
+        """The safety record (100 Hz and when ``safety_changed``; not every cycle: it is P + n + 30 words)."""
+        rec = self.ch.safety
+        o = rec.local
+        o.time[0] = self.now
+        ca, det = self.avoidance, self.detection
+        if ca is not None:
+            if not ca.engaged or self.ctx.trajectory:  # its distances were not kept up to date: refresh them
+                ca.tight.update(self.sp.q)
+            if ca.tight.lazy:
+                ca.tight.bounds()
+            d = ca.tight.d
+            k = int(d.argmin())
+            o.avoid_engaged[0] = ca.engaged and not self.ctx.trajectory
+            o.min_distance[0], o.min_pair[0] = d[k], k
+            o.distance_scale[0], o.effective_scale[0] = ca.distance_scale, ca.effective_scale
+            o.worst_derivative[0], o.pairs_in_zone[0], o.repelling[0] = ca.worst_derivative, ca.in_zone, ca.repelling
+            o.pair_active[:] = ca.active
+        if det is not None:
+            o.detect_engaged[0] = self.ctx.detection and self.ctx.active
+            o.collision_state[0], o.collision_cause[0] = det.holding, det.state
+            o.collision_joint[0], o.collision_value[0], o.collision_threshold[0] = det.joint, det.value, det.threshold
+            o.collision_metric[0], o.collisions[0] = det.metric, det.count
+            o.residual[:] = det.residual
+            o.wrench[:] = det.wrench
+        o.estop[0], o.bypass[0], o.zero_g[0], o.cuff[0] = self.estop_hold.on, self.bypass, self.zero_g.engaged(), \
+            self.zero_g.squeezed
+        o.bypass_remaining[0] = max(self.bypass_until - self.now, 0.0)
+        rec.publish_local()
+        self.safety_changed = False
 
     def _results(self) -> None:
         res = self.trajectory.results

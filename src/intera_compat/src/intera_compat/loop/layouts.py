@@ -10,7 +10,7 @@ HIST_BINS = 1000  # 1 µs bins, the last one collects everything ≥ 999 µs
 POSITION_MODE, VELOCITY_MODE, TORQUE_MODE, TRAJECTORY_MODE = 1, 2, 3, 4
 
 # tick flags the loop sends to the publishers (one byte per tick)
-TICK_JOINT_STATES, TICK_STATE_100HZ, TICK_DIAGNOSTICS = 1, 2, 4
+TICK_JOINT_STATES, TICK_STATE_100HZ, TICK_DIAGNOSTICS, TICK_SAFETY = 1, 2, 4, 8  # SAFETY: a detection began/ended
 
 # ring messages, listener → loop (payloads in float64 words)
 MSG_COMMAND = 1  # [mode, mask(n), position(n), velocity(n), acceleration(n), effort(n)]
@@ -24,6 +24,7 @@ MSG_TRAJ_CANCEL = 8  # [id] (0: whatever runs)
 MSG_TRAJ_SCALING = 9  # [traj_id (0: whatever runs), factor 0..1]
 MSG_SAFETY_ESTOP = 10  # [1 latch | 0 release]: hold the measured position, ignore commands
 MSG_BYPASS = 11  # [seconds (0: end now)]: collision avoidance off for that long
+MSG_CUFF = 12  # [1 squeezed | 0 released]: zero-G while squeezed (unless suppress_cuff_interaction)
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]
@@ -55,6 +56,19 @@ def state_layout(n: int) -> Layout:
         ("commands", 1), ("commands_superseded", 1), ("commands_ignored", 1), ("timeouts", 1),
         ("limit_interventions", 1), ("following_interventions", 1), ("torque_guard_interventions", 1),
         ("clamped_effort", 1),
+    ))
+
+
+def safety_layout(n: int, pairs: int) -> Layout:
+    """The safety plugins' state (loop → listener, at 100 Hz and on every detection change)."""
+    return Layout((
+        ("time", 1),
+        ("avoid_engaged", 1), ("min_distance", 1), ("min_pair", 1), ("distance_scale", 1), ("effective_scale", 1),
+        ("worst_derivative", 1), ("pairs_in_zone", 1), ("repelling", 1), ("pair_active", pairs),
+        ("detect_engaged", 1), ("collision_state", 1), ("collision_cause", 1), ("collision_joint", 1),
+        ("collision_value", 1), ("collision_threshold", 1), ("collision_metric", 1), ("collisions", 1),
+        ("residual", n), ("wrench", 6),
+        ("estop", 1), ("bypass", 1), ("bypass_remaining", 1), ("zero_g", 1), ("cuff", 1),
     ))
 
 

@@ -26,8 +26,9 @@ class OfflineLoop:
         self.backend = backend or SimBackend(self.rm, self.cfg.full_pose(initial_pose))
         self.backend.connect()
         self.dt = self.backend.period
-        self.channel = Channel(n, create=True)  # the listener's end
-        self._loop_end = Channel(n, self.channel.names)  # the loop's end
+        pairs = len(self.rm.tight.collisionPairs)
+        self.channel = Channel(n, create=True, pairs=pairs)  # the listener's end
+        self._loop_end = Channel(n, self.channel.names, pairs=pairs)  # the loop's end
         weakref.finalize(self, _close, self._loop_end, self.channel)
         self.channel.set_control(speed_ratio=self.cfg.control["speed_ratio"],
                                  command_timeout=self.cfg.control["command_timeout"])
@@ -52,6 +53,7 @@ class OfflineLoop:
     # ---- stepping
     def step(self) -> None:
         self.cycle.step()
+        self.cycle.publish_safety()
         self.state.read()
         self.trajectories.poll()
 

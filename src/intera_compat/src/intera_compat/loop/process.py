@@ -20,15 +20,18 @@ from ..hardware.sim import SimBackend
 from ..model.robot_model import RobotModel
 from .channel import Channel
 from .cycle import LoopCycle
-from .layouts import HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_STATE_100HZ
+from .layouts import HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ
 from .scheduler import Scheduler, die_with_parent, hold_idle_latency, setup_realtime
 
 LATE_US = 100.0
 
 
-def build_backend(kind: str, rm: RobotModel, initial_q):
+def build_backend(kind: str, rm: RobotModel, initial_q, scene: str = ""):
     if kind == "sim":
-        return SimBackend(rm, initial_q)
+        scenes = rm.cfg.sim.get("scenes") or {}
+        if scene and scene not in scenes:
+            raise ValueError(f"unknown sim scene {scene!r} (config sim.scenes: {sorted(scenes)})")
+        return SimBackend(rm, initial_q, list(rm.cfg.sim.get("obstacles") or []) + list(scenes.get(scene, [])))
     raise ValueError(f"unknown backend {kind!r}")
 
 
@@ -53,8 +56,8 @@ def run(args) -> int:
     die_with_parent()
     cfg = load_config(args.config)
     rm = RobotModel(cfg)
-    ch = Channel(len(cfg.all_joints), json.loads(args.channel))
-    backend = build_backend(args.backend, rm, cfg.full_pose(cfg.sim.get("initial_pose", "neutral")))
+    ch = Channel(len(cfg.all_joints), json.loads(args.channel), pairs=len(rm.tight.collisionPairs))
+    backend = build_backend(args.backend, rm, cfg.full_pose(cfg.sim.get("initial_pose", "neutral")), args.scene)
     backend.connect()
     cycle = LoopCycle(cfg, rm, backend, ch, start_enabled=args.start_enabled)
     dt = cycle.dt
@@ -120,6 +123,10 @@ def run(args) -> int:
         flags = TICK_JOINT_STATES if js.due(now) else 0
         if s100.due(now):
             flags |= TICK_STATE_100HZ
+            cycle.publish_safety()
+        elif cycle.safety_changed:
+            flags |= TICK_SAFETY
+            cycle.publish_safety()
         if diag.due(now):
             flags |= TICK_DIAGNOSTICS
         if flags:
@@ -152,6 +159,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="intera_compat realtime loop process (no ROS)")
     ap.add_argument("--config", default=None)
     ap.add_argument("--backend", default="sim")
+    ap.add_argument("--scene", default="", help="sim only: an obstacle scene of the config's sim.scenes")
     ap.add_argument("--channel", required=True, help="JSON: shared-memory names of the channel (Channel.names)")
     ap.add_argument("--tick-fd", type=int, required=True)
     ap.add_argument("--speedup", type=float, default=1.0, help="sim time / wall time; <= 0: as fast as possible")

@@ -351,6 +351,10 @@ class MotionControllerNode:
             return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, f"the arm moved before the motion started: {res.message}")
         if res.reason in (T.R_INVALID, T.R_TOO_LONG, T.R_LIMITS):
             return _Outcome(False, E.FAILED_TO_PARAMETERIZE, f"the realtime loop refused the trajectory: {res.message}")
+        if res.reason == T.R_ZERO_G:
+            return _Outcome(False, E.ZERO_G_ACTIVATED_DURING_TRAJECTORY, f"the trajectory was stopped: {res.message}")
+        if res.reason == T.R_COLLISION:  # Sawyer: "stopped because the arm detected a collision or was disabled"
+            return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, f"collision detected: {res.message}")
         return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, f"the realtime loop stopped the trajectory: {res.message}")
 
     def _settle(self, plan, motion) -> _Outcome:

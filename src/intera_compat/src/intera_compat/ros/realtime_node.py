@@ -16,24 +16,31 @@ import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, Wrench
-from intera_core_msgs.msg import (EndpointState, EndpointStates, HomingCommand, HomingState, JointCommand,
-                                  JointLimits, RobotAssemblyState, SEAJointState)
+from intera_compat.msg import SafetyStatus
+from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState, EndpointState, EndpointStates,
+                                  HomingCommand, HomingState, JointCommand, JointLimits, RobotAssemblyState,
+                                  SEAJointState)
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool, SetBoolResponse
+from visualization_msgs.msg import MarkerArray
 
 from ..config import load_config
 from ..loop.channel import Channel
 from ..loop.commands import make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
-from ..loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_STOP, MSG_SUPPRESS, SUPPRESS_COLLISION_AVOIDANCE,
-                            SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY, TICK_DIAGNOSTICS,
-                            TICK_JOINT_STATES, TICK_STATE_100HZ)
+from ..io.device import cuff, lights, navigator
+from ..loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
+                            SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
+                            TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
 from ..model.robot_model import RobotModel
+from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from ..safety.faults import describe
 from ..trajectory.client import TrajectoryClient
 from .conversions import pose_msg
+from .io_server import IONodeServer
+from .markers import CollisionMarkers
 from .trajectory_server import ExecuteTrajectoryServer
 from .wrench import WrenchEstimator
 
@@ -61,7 +68,8 @@ class RealtimeLoopNode:
         self.n_arm = cfg.n_arm
         self.limb = cfg.limb
         self.loop_hz = float(cfg.rates["loop_hz"])
-        self.channel = ch = Channel(n, create=True)
+        self.pair_names = [f"{a}:{b}" for a, b in self.rm.pair_names()]
+        self.channel = ch = Channel(n, create=True, pairs=len(self.pair_names))
         self.sim_time = bool(rospy.get_param("/use_sim_time", False))
         self.speedup = float(rospy.get_param("~speedup", 1.0))
         ch.set_control(speed_ratio=float(cfg.control["speed_ratio"]),
@@ -79,7 +87,7 @@ class RealtimeLoopNode:
         argv = [sys.executable, "-m", "intera_compat.loop.process", "--channel", json.dumps(ch.names),
                 "--tick-fd", str(write_fd),
                 "--speedup", str(self.speedup if self.sim_time else 1.0), "--start-enabled", str(int(start_enabled)),
-                "--backend", rospy.get_param("~backend", "sim")]
+                "--backend", rospy.get_param("~backend", "sim"), "--scene", rospy.get_param("~scene", "")]
         if cfg.path:
             argv += ["--config", cfg.path]
         if self.sim_time:
@@ -93,8 +101,15 @@ class RealtimeLoopNode:
         self._make_publishers()
         self._make_subscribers()
         self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}")
+        # IO node "robot" (cuff, navigator, lights), in this process like on the robot; the sim presses its buttons
+        self._cuff = False
+        self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
+                               sim=rospy.get_param("~backend", "sim") == "sim")
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
         self._diag_prev = None
+        self._collisions_seen = 0
+        self._safety_div = 0
+        self._safety_last = None
         self._state_thread = threading.Thread(target=self._publish_loop, daemon=True)
         self._state_thread.start()
 
@@ -111,6 +126,18 @@ class RealtimeLoopNode:
         self.pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
         self.pub_clock = rospy.Publisher("/clock", Clock, queue_size=1) if self.sim_time else None
         self.pub_limits = rospy.Publisher("/robot/joint_limits", JointLimits, queue_size=1, latch=True)
+        self.pub_detect = rospy.Publisher(f"{L}/collision_detection_state", CollisionDetectionState, queue_size=1,
+                                          tcp_nodelay=True)
+        self.pub_avoid = rospy.Publisher(f"{L}/collision_avoidance_state", CollisionAvoidanceState, queue_size=1)
+        self.pub_safety = rospy.Publisher(f"{L}/safety_status", SafetyStatus, queue_size=1, latch=True)
+        self.markers = None
+        if rospy.get_param("~debug_visualize_collisions", False):
+            ca = self.cfg.control.get("collision_avoidance", {})
+            band = float(ca.get("safety_zone", 0.05)) + float(ca.get("braking_band", 0.05))
+            scene = rospy.get_param("~scene", "")
+            obstacles = list(self.cfg.sim.get("obstacles") or []) + list((self.cfg.sim.get("scenes") or {}).get(scene, []))
+            self.markers = CollisionMarkers(self.rm, self.cfg.base_frame, band, obstacles)
+            self.pub_markers = rospy.Publisher("~collision_markers", MarkerArray, queue_size=1)
         lim = self.cfg.limits
         self.pub_limits.publish(JointLimits(joint_names=self.names, position_lower=lim.lower.tolist(),
                                             position_upper=lim.upper.tolist(), velocity=lim.velocity.tolist(),
@@ -131,6 +158,9 @@ class RealtimeLoopNode:
             rospy.Subscriber(f"{L}/{topic}", Empty, lambda _, k=key: self._event(MSG_SUPPRESS, k), queue_size=1,
                              tcp_nodelay=True)
         rospy.Service("/robot/sim/set_estop", SetBool, self._on_estop)
+        rospy.Subscriber("~safety_estop", Bool, lambda m: self._event(MSG_SAFETY_ESTOP, 1.0 if m.data else 0.0),
+                         queue_size=10)
+        rospy.Service("~bypass_safety_checks", SetBool, self._on_bypass)
 
     # ---------------------------------------------------------------- listeners (store only)
     def _event(self, kind: int, value: float = 0.0) -> None:
@@ -143,6 +173,23 @@ class RealtimeLoopNode:
     def _on_estop(self, req):
         self._event(MSG_ESTOP, 1.0 if req.data else 0.0)
         return SetBoolResponse(True, "E-stop " + ("pressed" if req.data else "released"))
+
+    def _on_io_change(self, dev) -> None:
+        if dev.name == "cuff":
+            pressed = bool(dev.value("right_cuff"))
+            if pressed != self._cuff:
+                self._cuff = pressed
+                self._event(MSG_CUFF, 1.0 if pressed else 0.0)
+                rospy.loginfo("cuff " + ("squeezed: zero-G" if pressed else "released"))
+
+    def _on_bypass(self, req):
+        t = float(self.cfg.control.get("bypass_timeout", 60.0))
+        self._event(MSG_BYPASS, t if req.data else 0.0)
+        if req.data:
+            rospy.logwarn(f"safety bypass ON for {t:g} s: collision avoidance off")
+            return SetBoolResponse(True, f"safety bypass on for {t:g} s (collision avoidance off)")
+        rospy.loginfo("safety bypass off")
+        return SetBoolResponse(True, "safety bypass off")
 
     def _on_timeout(self, msg: Float64) -> None:
         t = msg.data
@@ -215,6 +262,8 @@ class RealtimeLoopNode:
                     self._publish_sea(st, stamp)
                     self._publish_endpoint(st, stamp)
                     self._publish_robot_state(st)
+                if flags & (TICK_STATE_100HZ | TICK_SAFETY):
+                    self._publish_safety(st, stamp, bool(flags & TICK_SAFETY))
                 if flags & TICK_DIAGNOSTICS:
                     self._publish_diagnostics(st, stamp)
             except rospy.ROSException:
@@ -297,6 +346,56 @@ class RealtimeLoopNode:
         self._homing_div = (self._homing_div + 1) % 10
         if self._homing_div == 0:  # 10 Hz
             self.pub_homing.publish(HomingState(name=self.names, state=[HomingState.HOMED] * self.n))
+
+    def _publish_safety(self, st, stamp, changed: bool) -> None:
+        """collision_detection_state / collision_avoidance_state at 100 Hz (and at once on a change),
+        the Sawyer-style warning for each new detection, SafetyStatus (latched) at 10 Hz and on changes."""
+        rec = self.channel.safety
+        if not rec.read():
+            return
+        o = rec.local
+        hdr = rospy.Header(stamp=stamp)
+        self.pub_detect.publish(CollisionDetectionState(header=hdr, collision_state=bool(o.collision_state[0])))
+        active = [self.pair_names[k] for k in np.flatnonzero(o.pair_active > 0.5)]
+        self.pub_avoid.publish(CollisionAvoidanceState(header=hdr, other_arm=False, collision_object=active))
+        count = int(o.collisions[0])
+        if count > self._collisions_seen:
+            self._collisions_seen = count
+            rospy.logwarn(self._detection_message(o))
+        self._safety_div = (self._safety_div + 1) % 10
+        if changed or self._safety_div == 0:
+            self._publish_safety_status(o, hdr, active)
+        if self.markers is not None and self._safety_div == 5:  # 10 Hz, between the status ticks
+            self.pub_markers.publish(self.markers.build(st.position.copy(), o.pair_active, stamp))
+
+    def _detection_message(self, o) -> str:
+        cause, j = int(o.collision_cause[0]), int(o.collision_joint[0])
+        joint = self.names[j] if 0 <= j < self.n else ""
+        value, thr, metric = o.collision_value[0], o.collision_threshold[0], o.collision_metric[0]
+        if cause == SQUISH:
+            return f"squish on joint {joint} - {abs(value):.3f} > {thr:.3f}"
+        if cause == OVER_WRENCH:
+            return f"hand over-wrench: {value:.3f} > {thr:.3f} (N or Nm at {self.cfg.tips[0]})"
+        return (f"impact: {metric:.6f} > 1.000000, largest contributor: {joint}, with value: {value:.6f} "
+                f"(threshold {thr:.3f} Nm)")
+
+    def _publish_safety_status(self, o, hdr, active) -> None:
+        k = int(o.min_pair[0])
+        j = int(o.collision_joint[0])
+        self.pub_safety.publish(SafetyStatus(
+            header=hdr, collision_avoidance_active=bool(o.avoid_engaged[0]),
+            min_collision_distance=float(o.min_distance[0]),
+            closest_pair=self.pair_names[k] if 0 <= k < len(self.pair_names) else "",
+            distance_scale=float(o.distance_scale[0]), effective_scale=float(o.effective_scale[0]),
+            worst_directional_derivative=float(o.worst_derivative[0]), num_pairs_in_safety_zone=int(o.pairs_in_zone[0]),
+            num_pairs_repelling=int(o.repelling[0]), active_pairs=active,
+            collision_detection_active=bool(o.detect_engaged[0]), collision_detected=bool(o.collision_state[0]),
+            collision_cause=CAUSES.get(int(o.collision_cause[0]), ""),
+            collision_joint=self.names[j] if 0 <= j < self.n else "", collision_value=float(o.collision_value[0]),
+            collision_threshold=float(o.collision_threshold[0]), collisions=int(o.collisions[0]),
+            external_torque=o.residual.tolist(), external_wrench=o.wrench.tolist(),
+            safety_estop=bool(o.estop[0]), bypass=bool(o.bypass[0]), bypass_remaining=float(o.bypass_remaining[0]),
+            zero_g=bool(o.zero_g[0])))
 
     def _check_faults(self, st) -> None:
         self.trajectories.poll()

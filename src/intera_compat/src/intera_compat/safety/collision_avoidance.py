@@ -9,7 +9,12 @@ reference (hector's SafetyPositionController) and Sawyer's repulsive torques.
   scaled by ``(d − padding)/(zone − padding)``: 100 % at the zone's edge, 0 at the padding
   (blocked). A step that fits under the limit passes untouched; a longer one is scaled down as a
   whole (its direction kept), and never eats more than half of the clearance left above the
-  padding, so the first-order prediction cannot overshoot it.
+  padding, so the first-order prediction cannot overshoot it. Beyond the zone (up to
+  ``braking_band`` further) and inside it, a pair also never closes faster than it could still
+  brake at ``closing_decel`` before the padding (``√(2·a·clearance)``): the zone alone stops a
+  reference, not an arm with inertia coming in fast. The reference is kept
+  ``tracking_margin`` above the padding: the arm lags its reference on the way in and may
+  overshoot it by that much when the reference stops short.
 * **Repulsion** (torque backends, every mode but TRAJECTORY, measured configuration): where the
   larger *avoidance* shapes (``/robot/armnav_robot_description``) overlap, a force
   ``stiffness × overlap − damping × ḋ`` (never pulling; the overlap counted at most up to where the
@@ -31,6 +36,9 @@ from ..hardware.base import HardwareCommand, HardwareState
 from ..model.robot_model import RobotModel
 from ..sources.base import Setpoint
 from .base import SafetyContext, SafetyPlugin
+
+
+CACHE_EPSILON = 1e-9  # rad: a pose this close to the last one reuses its distances (hector's collision cache)
 
 
 def _reach_bound(model: pin.Model, joint: int, obj) -> float:
@@ -65,13 +73,23 @@ class PairDistances:
                 obj = oa if j in sa else ob
                 self.W[k, cfg_of_joint[m.joints[j].idx_q]] = _reach_bound(m, j, obj)
         self.parents = [(geom.geometryObjects[a].parentJoint, geom.geometryObjects[b].parentJoint) for a, b in pairs]
+        self.w_max = self.W.max(axis=0)  # per joint: the largest reach of any pair
         self.d = np.full(P, np.inf)  # exact where ``exact``, a lower bound elsewhere
+        self.lazy = False  # no pair near: ``d`` not refreshed by the last update (see bounds())
+        self.d_ref_min = -np.inf
         self.exact = np.zeros(P, dtype=bool)
         self.q_ref = np.zeros(n)
+        self.q_last = np.full(n, np.nan)
+        self._tc = np.zeros(n)
         self.d_ref = np.full(P, -np.inf)  # nothing known yet: the first call makes a full pass
         self.q_pin = np.zeros(m.nq)
         self._w6 = np.zeros(6)
         self._gpin = np.zeros(m.nv)
+        self._side = np.zeros(m.nv)
+        self.chain = np.zeros((m.njoints, m.nv))  # per joint: 1 on the velocity columns of the joints that move it
+        for j in range(1, m.njoints):
+            for i in m.supports[j][1:]:
+                self.chain[j, m.joints[i].idx_v] = 1.0
         self._t = np.zeros(n)
         self._drift = np.zeros(P)
         self._near = np.zeros(P, dtype=bool)
@@ -81,26 +99,39 @@ class PairDistances:
 
     def invalidate(self) -> None:
         self.d_ref[:] = -np.inf
+        self.q_last[:] = np.nan
 
     def update(self, q: np.ndarray) -> None:
-        """Distances at config-ordered ``q``: ``d`` exact for every pair that may be below ``near``."""
+        """Distances at config-ordered ``q``: ``d`` exact for every pair that may be below ``near``.
+
+        When no pair can be below ``near`` (a scalar bound on every pair's drift says so) nothing
+        per pair is computed and ``lazy`` is set: ``d`` is then stale, ``bounds()`` fills it."""
+        np.subtract(q, self.q_last, out=self._tc)
+        np.abs(self._tc, out=self._tc)
+        if self._tc.max() <= CACHE_EPSILON and self.d_ref[0] != -np.inf:
+            return  # the same pose as last time (a blocked or held reference): everything still holds
+        self.q_last[:] = q
         self._posed = self._jacobians = False
         np.subtract(q, self.q_ref, out=self._t)
         np.abs(self._t, out=self._t)
-        np.dot(self.W, self._t, out=self._drift)
-        if self._drift.max() > self.slack or self.d_ref[0] == -np.inf:
+        drift = float(np.dot(self.w_max, self._t))  # ≥ every pair's drift
+        if drift > self.slack or self.d_ref[0] == -np.inf:
             self._pose(q)
             pin.computeDistances(self.geom, self.gdata)
             for k, r in enumerate(self.gdata.distanceResults):
                 self.d_ref[k] = r.min_distance
+            self.d_ref_min = float(self.d_ref.min())
             self.q_ref[:] = q
             self.d[:] = self.d_ref
             self.exact[:] = True
+            self.lazy = False
             self.full_passes += 1
             return
-        np.subtract(self.d_ref, self._drift, out=self.d)
+        self.lazy = self.d_ref_min - drift >= self.near
+        if self.lazy:
+            return
+        self.bounds()
         np.less(self.d, self.near, out=self._near)
-        self.exact[:] = False
         if not np.count_nonzero(self._near):
             return
         self._pose(q)
@@ -108,6 +139,13 @@ class PairDistances:
             self.d[k] = pin.computeDistance(self.geom, self.gdata, int(k)).min_distance
             self.exact[k] = True
             self.pair_queries += 1
+
+    def bounds(self) -> None:
+        """``d`` = the lower bounds at the last ``update``'s pose (nothing exact)."""
+        np.dot(self.W, self._t, out=self._drift)
+        np.subtract(self.d_ref, self._drift, out=self.d)
+        self.exact[:] = False
+        self.lazy = False
 
     def _pose(self, q: np.ndarray) -> None:
         self.rm.to_pin(q, self.q_pin)
@@ -124,19 +162,20 @@ class PairDistances:
             self._jacobians = True
         res = self.gdata.distanceResults[k]
         n = res.normal  # from the first object toward the second
+        J = self.data.J  # WORLD: column i = joint i's twist, linear part at the world origin
         w, g = self._w6, self._gpin
         g[:] = 0.0
         for sign, joint, p in ((-1.0, self.parents[k][0], res.getNearestPoint1()),
                                (1.0, self.parents[k][1], res.getNearestPoint2())):
             if joint == 0:
                 continue
-            # the witness point moves with its body: v = v_joint + ω × r, so nᵀv = [n, r × n]ᵀ [v_joint; ω]
-            o = self.data.oMi[joint].translation
-            rx, ry, rz = p[0] - o[0], p[1] - o[1], p[2] - o[2]
-            w[0], w[1], w[2] = n[0], n[1], n[2]
-            w[3], w[4], w[5] = ry * n[2] - rz * n[1], rz * n[0] - rx * n[2], rx * n[1] - ry * n[0]
-            w *= sign
-            g += w @ pin.getJointJacobian(self.model, self.data, joint, pin.LOCAL_WORLD_ALIGNED)
+            # the witness point p moves as v = v₀ + ω × p, so nᵀv = [n, p × n]ᵀ [v₀; ω], over its chain's joints
+            w[0], w[1], w[2] = sign * n[0], sign * n[1], sign * n[2]
+            w[3], w[4], w[5] = (sign * (p[1] * n[2] - p[2] * n[1]), sign * (p[2] * n[0] - p[0] * n[2]),
+                                sign * (p[0] * n[1] - p[1] * n[0]))
+            np.dot(w, J, out=self._side)
+            self._side *= self.chain[joint]
+            g += self._side
         return self.rm.from_pin(g, out)
 
 
@@ -145,16 +184,20 @@ class CollisionAvoidance(SafetyPlugin):
 
     def __init__(self, rm: RobotModel, ctx: SafetyContext, dt: float, vmax, padding: float = 0.01,
                  zone: float = 0.05, block_velocity_scaling: float = 1.5, directional: bool = True,
-                 slack: float = 0.05, stiffness: float = 1000.0, damping: float = 20.0, torque: bool = True):
+                 slack: float = 0.05, stiffness: float = 300.0, damping: float = 10.0, torque: bool = True,
+                 tracking_margin: float = 0.006, closing_decel: float = 5.0, braking_band: float = 0.05):
         super().__init__()
-        if not 0.0 <= padding < zone:
-            raise ValueError(f"collision avoidance: padding {padding} must lie in [0, zone = {zone})")
+        if not 0.0 <= padding and padding + tracking_margin < zone and tracking_margin >= 0.0:
+            raise ValueError(f"collision avoidance: need 0 <= padding ({padding}), 0 <= tracking_margin "
+                             f"({tracking_margin}) and padding + tracking_margin < safety_zone ({zone})")
         self.ctx, self.dt = ctx, dt
         self.padding, self.zone, self.directional = padding, zone, directional
+        self.ref_padding = padding + tracking_margin  # where the reference itself is blocked
         self.stiffness, self.damping, self.torque = stiffness, damping, torque
         n = len(rm.joint_names)
         self.step_max = np.asarray(vmax, float) * dt * block_velocity_scaling
-        self.tight = PairDistances(rm, rm.tight, zone, slack)
+        self.tight = PairDistances(rm, rm.tight, zone + braking_band, slack)
+        self.brake_dt = np.sqrt(2.0 * closing_decel) * dt  # closing step allowed at clearance c: brake_dt·√c
         self.avoid = PairDistances(rm, rm.avoid, 0.0, slack) if torque and stiffness > 0 else None
         self.max_overlap = 2.0 * float(rm.cfg.avoidance_margin)
         self.pair_names = rm.pair_names()
@@ -163,6 +206,9 @@ class CollisionAvoidance(SafetyPlugin):
         self._primed = False
         self._step = np.zeros(n)
         self._free = np.zeros(n, dtype=bool)
+        self._far = np.full(self.tight.P, np.inf)
+        self._absstep = np.zeros(n)
+        self._closing = np.zeros(self.tight.P)
         self._g = np.zeros(n)
         self._r = np.zeros(n)
         # what the last cycle did (published at 100 Hz)
@@ -193,22 +239,40 @@ class CollisionAvoidance(SafetyPlugin):
         used = self._r.max()  # the step as a fraction of the block speed (1.5 v_max per cycle)
         self.tight.update(self.prev)
         d = self.tight.d
+        if self.tight.lazy:  # nothing near the zone: only the block speed
+            d = self._far
         allowed = 1.0  # the fraction of the block speed the zone allows
         guard = np.inf  # the fraction of this step that keeps half the clearance above the padding
-        span = self.zone - self.padding
-        for k in np.flatnonzero(d < self.zone):
-            self.in_zone += 1
+        span = self.zone - self.ref_padding
+        near = np.flatnonzero(d < self.tight.near)
+        if len(near):
+            np.abs(step, out=self._absstep)
+            np.dot(self.tight.W, self._absstep, out=self._closing)  # ≥ |ḋ| of the step, per pair
+        for k in near:
+            clear = d[k] - self.ref_padding
+            c = max(clear, 0.0)
+            in_zone = d[k] < self.zone
+            self.in_zone += in_zone
+            if self._closing[k] <= min(self.brake_dt * np.sqrt(c), 0.5 * c) and (
+                    not in_zone or used <= min(max(clear / span, 0.0), 1.0)):
+                continue  # even closing head-on this step could not bind: no gradient needed
             rate = float(self.tight.gradient(int(k), self._g) @ step)  # ḋ of the whole step
+            if rate < 0.0:  # closing: no faster than it can still brake, never half the clearance in one step
+                c = max(clear, 0.0)
+                g = min(self.brake_dt * np.sqrt(c), 0.5 * c) / -rate
+                if g < guard:
+                    guard = g
+                    if g < 1.0:
+                        self.active[k] = True
+            if not in_zone:
+                continue
             if rate < self.worst_derivative:
                 self.worst_derivative = rate
             if self.directional and rate >= 0.0:
                 continue
-            clear = d[k] - self.padding
             s = min(max(clear / span, 0.0), 1.0)
             if s < allowed:
                 allowed = s
-            if rate < 0.0:
-                guard = min(guard, 0.5 * max(clear, 0.0) / -rate)
             self.active[k] = True
         self.distance_scale = allowed
         f = min(1.0, allowed / used, guard)
@@ -237,7 +301,7 @@ class CollisionAvoidance(SafetyPlugin):
             return 0
         av = self.avoid
         av.update(hw.position)  # exact wherever the avoidance shapes may overlap: every d < 0 is exact
-        if av.d.min() >= 0.0:
+        if av.lazy or av.d.min() >= 0.0:
             return 0
         for k in np.flatnonzero(av.d < 0.0):
             k = int(k)

@@ -61,6 +61,7 @@ class CollisionDetection(SafetyPlugin):
         self._q, self._v = np.zeros(m.nq), np.zeros(m.nv)
         self._tau = np.zeros(m.nv)
         self._p = np.zeros(m.nv)
+        self._zero = np.zeros(m.nv)
         self._beta = np.zeros(m.nv)
         self.integral = np.zeros(m.nv)
         self.r_pin = np.zeros(m.nv)
@@ -84,11 +85,9 @@ class CollisionDetection(SafetyPlugin):
         m, d = self.model, self.data
         q, v = self.rm.to_pin(hw.position, self._q), self.rm.to_pin(hw.velocity, self._v)
         self.rm.to_pin(hw.effort, self._tau)
-        M = pin.crba(m, d, q)  # upper triangle only
-        C = pin.computeCoriolisMatrix(m, d, q, v)
         g = pin.computeGeneralizedGravity(m, d, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        np.dot(M, v, out=self._p)
+        np.subtract(pin.rnea(m, d, q, self._zero, v), g, out=self._p)  # p = M q̇ (RNEA with q̇ as acceleration)
+        C = pin.computeCoriolisMatrix(m, d, q, v)
         if not self._started:
             self.integral[:] = self._p  # r starts at 0
             self._started = True

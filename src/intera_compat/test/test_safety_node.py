@@ -1,0 +1,144 @@
+"""The safety plugins over ROS: collision_detection_state as the SDK's Limb.has_collided() sees it,
+the suppression topics as `rostopic pub -r 10 ... std_msgs/Empty` drives them, SafetyStatus,
+~safety_estop and ~bypass_safety_checks; the cuff, navigator and lights of IO node "robot"."""
+import json
+import time
+
+import numpy as np
+import pytest
+import rospy
+from intera_compat.msg import SafetyStatus
+from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState, IOComponentCommand,
+                                  IODeviceConfiguration, IODeviceStatus, IONodeConfiguration, JointCommand)
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Empty
+from std_srvs.srv import SetBool
+
+from ros_helpers import ARM, Latest, arm_positions, publisher, send_positions, wait_for
+
+pytestmark = pytest.mark.node
+L = "/robot/limb/right"
+
+
+@pytest.fixture
+def table_sim(launch):
+    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", "scene:=table", log_name="sim.log")
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(30)
+    yield js
+    js.close()
+
+
+def velocity(pub, j1):
+    pub.publish(JointCommand(mode=JointCommand.VELOCITY_MODE, names=ARM, velocity=[0, j1, 0, 0, 0, 0, 0]))
+
+
+def test_driving_into_the_table_is_seen_as_has_collided_and_suppression_turns_it_off(table_sim):
+    detect = Latest(f"{L}/collision_detection_state", CollisionDetectionState)
+    status = Latest(f"{L}/safety_status", SafetyStatus)
+    assert detect.wait(10).collision_state is False
+    assert status.wait(10).collision_detection_active
+    cmd = publisher(f"{L}/joint_command", JointCommand)
+    # down onto the table top: impact → collision_state true (what Limb.has_collided() reads)
+    assert wait_for(lambda: detect.msg.collision_state, 10, every=lambda: velocity(cmd, 0.8))
+    assert wait_for(lambda: status.msg.collision_detected and status.msg.collision_cause == "impact", 2)
+    assert status.msg.collisions >= 1 and status.msg.collision_joint in ARM
+    # the hold ends (~0.5 s) once nothing pushes: back up and it clears
+    assert wait_for(lambda: not detect.msg.collision_state, 5, every=lambda: velocity(cmd, -0.3))
+    # suppress_contact_safety at 10 Hz: driving down again does not trip
+    sup = publisher(f"{L}/suppress_contact_safety", Empty)
+    n0 = status.msg.collisions
+    t_end = time.time() + 3.0
+    while time.time() < t_end:
+        sup.publish(Empty())
+        velocity(cmd, 0.8)
+        time.sleep(0.05)
+        assert not detect.msg.collision_state
+    assert status.msg.collisions == n0 and not status.msg.collision_detection_active
+    # the stream stops: detection is back within a fraction of a second (robot pressing on the table now)
+    assert wait_for(lambda: status.msg.collision_detection_active, 1.0, every=lambda: velocity(cmd, 0.0))
+
+
+def test_avoidance_suppression_estop_and_bypass(sim):
+    status = Latest(f"{L}/safety_status", SafetyStatus)
+    avoid = Latest(f"{L}/collision_avoidance_state", CollisionAvoidanceState)
+    assert status.wait(10).collision_avoidance_active and avoid.wait(10).other_arm is False
+    cmd = publisher(f"{L}/joint_command", JointCommand)
+    fold = arm_positions(sim)
+    fold[3] = 3.0  # the forearm onto the upper arm
+    # avoidance stops it short; collision_avoidance_state names the pair it slows
+    wait_for(lambda: False, 3.0, every=lambda: send_positions(cmd, fold))
+    assert arm_positions(sim)[3] < 2.79
+    assert status.msg.min_collision_distance > 0.01
+    seen = wait_for(lambda: len(avoid.msg.collision_object) > 0, 2.0, every=lambda: send_positions(cmd, fold))
+    assert seen and all(":" in p for p in avoid.msg.collision_object)
+    # rostopic pub -r 10 suppress_collision_avoidance: it folds further
+    sup = publisher(f"{L}/suppress_collision_avoidance", Empty)
+
+    def suppressed_fold():
+        sup.publish(Empty())
+        send_positions(cmd, fold)
+
+    assert wait_for(lambda: not status.msg.collision_avoidance_active, 2.0, every=suppressed_fold)
+    assert wait_for(lambda: status.msg.min_collision_distance < 0.005, 5.0, every=suppressed_fold)
+    # the stream stops: avoidance re-engages by itself
+    t0 = time.time()
+    assert wait_for(lambda: status.msg.collision_avoidance_active, 1.0, every=lambda: send_positions(cmd, fold))
+    assert time.time() - t0 < 1.0
+    # ~safety_estop latches a hold and ignores commands; releasing it leaves the arm holding
+    back = arm_positions(sim)
+    back[3] = 2.0
+    estop = publisher("/realtime_loop/safety_estop", Bool)
+    estop.publish(True)
+    assert wait_for(lambda: status.msg.safety_estop, 2.0)
+    here = arm_positions(sim)
+    wait_for(lambda: False, 1.0, every=lambda: send_positions(cmd, back))
+    assert np.abs(arm_positions(sim) - here).max() < 0.02
+    estop.publish(False)
+    assert wait_for(lambda: not status.msg.safety_estop, 2.0)
+    assert wait_for(lambda: abs(arm_positions(sim)[3] - 2.0) < 0.01, 10.0, every=lambda: send_positions(cmd, back))
+    # ~bypass_safety_checks: on (with its remaining time), then off
+    rospy.wait_for_service("/realtime_loop/bypass_safety_checks", 5)
+    bypass = rospy.ServiceProxy("/realtime_loop/bypass_safety_checks", SetBool)
+    assert bypass(True).success
+    assert wait_for(lambda: status.msg.bypass and 50.0 < status.msg.bypass_remaining <= 60.0, 2.0)
+    assert not status.msg.collision_avoidance_active
+    assert bypass(False).success
+    assert wait_for(lambda: not status.msg.bypass and status.msg.collision_avoidance_active, 2.0)
+
+
+def signal(state_msg, name):
+    s = next(x for x in state_msg.signals if x.name == name)
+    return json.loads(s.data)[0]
+
+
+def test_cuff_squeeze_enters_zero_g_and_lights_are_acknowledged(sim):
+    cfg = Latest("/io/robot/cuff/config", IODeviceConfiguration)
+    cuff = Latest("/io/robot/cuff/state", IODeviceStatus)
+    lights = Latest("/io/robot/robot/state", IODeviceStatus)
+    nav = Latest("/io/robot/navigator/config", IODeviceConfiguration)
+    node = Latest("/io/robot/config", IONodeConfiguration)
+    status = Latest(f"{L}/safety_status", SafetyStatus)
+    assert cfg.wait(10).device.name == "cuff" and cfg.msg.time.secs != 0
+    assert nav.wait(10).time.secs != 0 and {d.name for d in node.wait(10).devices} == {"cuff", "navigator", "robot"}
+    assert signal(cuff.wait(10), "right_cuff") == 0 and not status.wait(10).zero_g
+    # the sim squeezes the cuff: the state shows it (new time) and the loop floats the arm
+    press = publisher("/robot/sim/io/cuff", IOComponentCommand)
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [1]}}})))
+    assert wait_for(lambda: signal(cuff.msg, "right_cuff") == 1, 5)
+    assert wait_for(lambda: status.msg.zero_g, 5)
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [0]}}})))
+    assert wait_for(lambda: not status.msg.zero_g and signal(cuff.msg, "right_cuff") == 0, 5)
+    # lights, as intera_interface.Lights does it: re-send until the command's time is acknowledged
+    cmd = publisher("/io/robot/robot/command", IOComponentCommand)
+    t = rospy.Time.now()
+    msg = IOComponentCommand(time=t, op="set", args=json.dumps(
+        {"signals": {"head_green_light": {"format": {"type": "bool"}, "data": [True]}}}))
+    assert wait_for(lambda: t in lights.msg.commands, 5, period=0.1, every=lambda: cmd.publish(msg))
+    assert signal(lights.msg, "head_green_light") is True  # already in the acknowledging state
+    # a malformed one: acknowledged with its error, nothing changes
+    t2 = rospy.Time.now()
+    bad = IOComponentCommand(time=t2, op="set", args='{"signals": {"head_green_light": {"data": ["on"]}}}')
+    assert wait_for(lambda: t2 in lights.msg.commands, 5, period=0.1, every=lambda: cmd.publish(bad))
+    i = list(lights.msg.commands).index(t2)
+    assert "is bool" in lights.msg.responses[i] and signal(lights.msg, "head_green_light") is True
