@@ -1,4 +1,5 @@
 """The motion controller (/motion/motion_command) as the SDK's motion examples drive it."""
+import json
 import os
 import signal
 import time
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 import rospy
 from geometry_msgs.msg import PoseStamped
-from intera_core_msgs.msg import JointCommand, RobotAssemblyState, SEAJointState
+from intera_core_msgs.msg import IOComponentCommand, JointCommand, RobotAssemblyState, SEAJointState
 from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandGoal, MotionCommandResult,
                                     Trajectory, TrajectoryOptions, Waypoint, WaypointOptions)
 from ros_helpers import ARM, Latest, arm_positions, publisher, send_positions, wait_for
@@ -206,6 +207,20 @@ def test_cancel_and_disable_mid_motion(sim, motion):
     assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING"
     assert wait_for(lambda: state.msg.enabled, 5, every=lambda: en.publish(True))
     state.close()
+
+
+def test_a_cuff_squeeze_mid_motion_ends_it_with_zero_g_activated(sim, motion):
+    press = publisher("/robot/sim/io/cuff", IOComponentCommand)
+    q0 = np.array(arm_positions(sim))
+    motion.client.send_goal(joint_goal([q0, q0 + np.array([0.8, 0, 0, 0, 0, 0, 0])], speed=0.1))
+    assert wait_for(lambda: abs(arm_positions(sim)[0] - q0[0]) > 0.05, 20)
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [1]}}})))
+    try:
+        assert motion.client.wait_for_result(rospy.Duration(10))
+        res = motion.client.get_result()
+        assert not res.result and res.errorId == "ZERO_G_ACTIVATED_DURING_TRAJECTORY"
+    finally:
+        press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [0]}}})))
 
 
 def test_a_request_refused_at_once_still_reaches_a_slow_simple_action_client(sim, motion):

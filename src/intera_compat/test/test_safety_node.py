@@ -4,10 +4,13 @@ the suppression topics as `rostopic pub -r 10 ... std_msgs/Empty` drives them, S
 import json
 import time
 
+import actionlib
 import numpy as np
 import pytest
 import rospy
 from intera_compat.msg import SafetyStatus
+from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
+                                    WaypointOptions)
 from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState, IOComponentCommand,
                                   IODeviceConfiguration, IODeviceStatus, IONodeConfiguration, JointCommand)
 from sensor_msgs.msg import JointState
@@ -142,3 +145,27 @@ def test_cuff_squeeze_enters_zero_g_and_lights_are_acknowledged(sim):
     assert wait_for(lambda: t2 in lights.msg.commands, 5, period=0.1, every=lambda: cmd.publish(bad))
     i = list(lights.msg.commands).index(t2)
     assert "is bool" in lights.msg.responses[i] and signal(lights.msg, "head_green_light") is True
+
+
+def test_a_motion_into_the_table_ends_with_a_collision(table_sim):
+    """The motion controller's trajectory runs into the table: the loop's detection stops it and the SDK's
+    MotionControllerActionClient gets CONTROLLER_NOT_FOLLOWING (Sawyer: "stopped because the arm detected a
+    collision"); the arm then holds, it does not keep pushing."""
+    client = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    q0 = arm_positions(table_sim)
+    down = q0 + np.array([0, 0.6, 0, 0, 0, 0, 0])  # the hand goes through the table top
+    wpo = WaypointOptions(label="default", max_joint_speed_ratio=0.5, max_joint_accel=[10, 8, 10, 10, 12, 12, 12],
+                          max_linear_speed=0.6, max_linear_accel=0.6, max_rotational_speed=1.57,
+                          max_rotational_accel=1.57)
+    goal = MotionCommandGoal(command="start", trajectory=Trajectory(
+        joint_names=ARM, trajectory_options=TrajectoryOptions(interpolation_type="JOINT"),
+        waypoints=[Waypoint(joint_positions=list(q), active_endpoint="right_hand", options=wpo) for q in (q0, down)]))
+    client.send_goal(goal)
+    assert client.wait_for_result(rospy.Duration(30))
+    res = client.get_result()
+    assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING"
+    here = arm_positions(table_sim)
+    assert here[1] < down[1] - 0.1  # stopped on the table, well short of the goal
+    time.sleep(1.0)
+    assert np.abs(arm_positions(table_sim) - here).max() < 0.02

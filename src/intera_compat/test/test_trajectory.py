@@ -344,3 +344,31 @@ def test_a_fast_trajectory_is_tracked_within_a_milliradian(loop):
         worst = max(worst, float(np.abs(st.cmd_position[:7] - st.position[:7]).max()))
     assert loop.trajectories.results[tid].status == T.SUCCEEDED
     assert worst < 1e-3
+
+
+@pytest.mark.parametrize("cancel_at", [0.2, 0.5, 0.8])
+def test_a_stop_on_a_planned_path_keeps_the_acceleration_limits(loop, cancel_at):
+    """The motion controller's cubic paths: their acceleration jumps at every knot, and a stop along them
+    must still stay within each joint's acceleration limit (the limit beats the stop's jerk bound)."""
+    from intera_compat.motion.joint_planner import plan_joint
+
+    lim = loop.cfg.limits
+    amax = lim.accel[:7]
+    q0 = loop.arm_q
+    wps = np.array([q0 + [0.6, -0.3, 0.4, -0.5, 0.8, 0.5, 1.0], q0 + [-0.2, 0.2, -0.3, 0.3, -0.6, 0.0, -0.5]])
+    plan = plan_joint(q0, wps, [1.0, 1.0], np.tile(amax, (2, 1)), lim.lower[:7], lim.upper[:7], lim.velocity[:7], amax)
+    tid = loop.trajectories.execute(plan.t, plan.q, plan.v)
+    loop.run(cancel_at * plan.duration)
+    loop.trajectories.cancel(tid)
+    local = loop.state.local
+    prev_v = local.cmd_velocity[:7].copy()
+    worst = 0.0
+    for _ in range(3000):
+        loop.step()
+        acc = (local.cmd_velocity[:7] - prev_v) / loop.dt
+        prev_v = local.cmd_velocity[:7].copy()
+        worst = max(worst, float(np.max(np.abs(acc) / amax)))
+        if tid in loop.trajectories.results:
+            break
+    assert loop.trajectories.results[tid].status == T.CANCELLED
+    assert worst <= 1.02

@@ -194,6 +194,9 @@ class TrajectorySource(SetpointSource):
         target = min(hi, brake) if gap > 0.0 else max(lo, -brake)
         r = self.rate
         r = min(max(target, r - jerk * dt), r + jerk * dt)
+        # the acceleration limits are hard, the jerk bound is not: where the path's own acceleration jumps
+        # (a knot), the rate follows the allowed interval at once instead of overshooting it for a few cycles
+        r = min(max(r, lo), hi)
         s = s0 + r * dt
         if (s - want) * gap >= 0.0:  # reached (or passed) it: settle there
             s, r = want, 0.0
