@@ -29,6 +29,8 @@ runs when some bound has dropped by ``slack``. In free space a cycle costs a 61�
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pinocchio as pin
 
@@ -102,14 +104,21 @@ class PairDistances:
         self.q_last[:] = np.nan
 
     def update(self, q: np.ndarray) -> None:
-        """Distances at config-ordered ``q``: ``d`` exact for every pair that may be below ``near``.
+        """Distances at config-ordered ``q``: ``d`` exact for every pair that may be below ``near``."""
+        if self.bound(q):
+            return
+        np.less(self.d, self.near, out=self._near)
+        if np.count_nonzero(self._near):
+            self.refine(np.flatnonzero(self._near))
 
-        When no pair can be below ``near`` (a scalar bound on every pair's drift says so) nothing
-        per pair is computed and ``lazy`` is set: ``d`` is then stale, ``bounds()`` fills it."""
+    def bound(self, q: np.ndarray) -> bool:
+        """Lower bounds at ``q`` in ``d`` (``exact`` where known); True when nothing can be below
+        ``near`` (``lazy``: ``d`` is then stale and ``bounds()`` fills it). A pose equal to the last
+        one keeps everything; a drift beyond ``slack`` makes a full pass (all exact)."""
         np.subtract(q, self.q_last, out=self._tc)
         np.abs(self._tc, out=self._tc)
         if self._tc.max() <= CACHE_EPSILON and self.d_ref[0] != -np.inf:
-            return  # the same pose as last time (a blocked or held reference): everything still holds
+            return self.lazy  # the same pose as last time (a blocked or held reference): everything still holds
         self.q_last[:] = q
         self._posed = self._jacobians = False
         np.subtract(q, self.q_ref, out=self._t)
@@ -126,16 +135,19 @@ class PairDistances:
             self.exact[:] = True
             self.lazy = False
             self.full_passes += 1
-            return
+            return False
         self.lazy = self.d_ref_min - drift >= self.near
-        if self.lazy:
-            return
-        self.bounds()
-        np.less(self.d, self.near, out=self._near)
-        if not np.count_nonzero(self._near):
-            return
-        self._pose(q)
-        for k in np.flatnonzero(self._near):
+        if not self.lazy:
+            self.bounds()
+        return self.lazy
+
+    def refine(self, pairs) -> None:
+        """Exact distances for ``pairs`` (indices) at the pose of the last ``bound``."""
+        for k in pairs:
+            if self.exact[k]:
+                continue
+            if not self._posed:
+                self._pose(self.q_last)
             self.d[k] = pin.computeDistance(self.geom, self.gdata, int(k)).min_distance
             self.exact[k] = True
             self.pair_queries += 1
@@ -206,9 +218,10 @@ class CollisionAvoidance(SafetyPlugin):
         self._primed = False
         self._step = np.zeros(n)
         self._free = np.zeros(n, dtype=bool)
-        self._far = np.full(self.tight.P, np.inf)
+        P = self.tight.P
         self._absstep = np.zeros(n)
-        self._closing = np.zeros(self.tight.P)
+        self._closing, self._c, self._lim = np.zeros(P), np.zeros(P), np.zeros(P)
+        self._need, self._zone_bind, self._in = (np.zeros(P, dtype=bool) for _ in range(3))
         self._g = np.zeros(n)
         self._r = np.zeros(n)
         # what the last cycle did (published at 100 Hz)
@@ -237,34 +250,50 @@ class CollisionAvoidance(SafetyPlugin):
         np.abs(step, out=self._r)
         self._r /= self.step_max
         used = self._r.max()  # the step as a fraction of the block speed (1.5 v_max per cycle)
-        self.tight.update(self.prev)
-        d = self.tight.d
-        if self.tight.lazy:  # nothing near the zone: only the block speed
-            d = self._far
+        span = self.zone - self.ref_padding
+        tight = self.tight
+        if tight.bound(self.prev):  # nothing within the zone + braking band: only the block speed
+            near = ()
+        else:
+            # which pairs could bind this step? a conservative test on the lower bounds (a smaller
+            # clearance only makes it stricter): the rest need neither an exact distance nor a gradient
+            d = tight.d
+            np.abs(step, out=self._absstep)
+            np.dot(tight.W, self._absstep, out=self._closing)  # ≥ |ḋ| of the step, per pair
+            c, lim = self._c, self._lim
+            np.subtract(d, self.ref_padding, out=c)
+            np.maximum(c, 0.0, out=c)
+            np.sqrt(c, out=lim)
+            lim *= self.brake_dt
+            c *= 0.5
+            np.minimum(lim, c, out=lim)
+            np.greater(self._closing, lim, out=self._need)
+            np.less(d, tight.near, out=self._in)  # (the braking limit applies within the zone + band)
+            self._need &= self._in
+            np.multiply(d, 1.0, out=c)
+            c -= self.ref_padding
+            c /= span
+            np.less(c, used, out=self._zone_bind)  # the zone's speed fraction could be below the step's
+            np.less(d, self.zone, out=self._in)
+            self._zone_bind &= self._in
+            self._need |= self._zone_bind
+            self.in_zone = int(np.count_nonzero(self._in))
+            near = np.flatnonzero(self._need)
+            tight.refine(near)
+        d = tight.d  # exact for the pairs in ``near``
         allowed = 1.0  # the fraction of the block speed the zone allows
         guard = np.inf  # the fraction of this step that keeps half the clearance above the padding
-        span = self.zone - self.ref_padding
-        near = np.flatnonzero(d < self.tight.near)
-        if len(near):
-            np.abs(step, out=self._absstep)
-            np.dot(self.tight.W, self._absstep, out=self._closing)  # ≥ |ḋ| of the step, per pair
         for k in near:
             clear = d[k] - self.ref_padding
-            c = max(clear, 0.0)
-            in_zone = d[k] < self.zone
-            self.in_zone += in_zone
-            if self._closing[k] <= min(self.brake_dt * np.sqrt(c), 0.5 * c) and (
-                    not in_zone or used <= min(max(clear / span, 0.0), 1.0)):
-                continue  # even closing head-on this step could not bind: no gradient needed
-            rate = float(self.tight.gradient(int(k), self._g) @ step)  # ḋ of the whole step
+            rate = float(tight.gradient(int(k), self._g) @ step)  # ḋ of the whole step
             if rate < 0.0:  # closing: no faster than it can still brake, never half the clearance in one step
                 c = max(clear, 0.0)
-                g = min(self.brake_dt * np.sqrt(c), 0.5 * c) / -rate
+                g = min(self.brake_dt * math.sqrt(c), 0.5 * c) / -rate
                 if g < guard:
                     guard = g
                     if g < 1.0:
                         self.active[k] = True
-            if not in_zone:
+            if d[k] >= self.zone:
                 continue
             if rate < self.worst_derivative:
                 self.worst_derivative = rate
