@@ -342,17 +342,3 @@ class CollisionAvoidance(SafetyPlugin):
                 self.repelling += 1
                 self.active[k] = True
         return 0
-        av = self.avoid
-        av._pose(q)
-        for k in np.flatnonzero(cand):
-            k = int(k)
-            overlap = -pin.computeDistance(av.geom, av.gdata, k).min_distance
-            if overlap <= 0.0:
-                continue
-            g = av.gradient(k, self._g)
-            f = self.stiffness * overlap - self.damping * float(g @ hw.velocity)
-            if f > 0.0:
-                cmd.effort += f * g
-                self.repelling += 1
-                self.active[k] = True
-        return 0
