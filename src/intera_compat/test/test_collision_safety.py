@@ -42,20 +42,26 @@ def test_distance_bound_holds_and_is_exact_near_the_zone(rm):
     pd = PairDistances(rm, rm.tight, 0.05, 0.05)
     rng = np.random.default_rng(4)
     lo, hi = CFG.limits.lower, CFG.limits.upper
-    for _ in range(200):
-        q0 = rng.uniform(lo, hi)
+    between = 0
+    for _ in range(100):
+        q = rng.uniform(lo, hi)
         pd.invalidate()
-        pd.update(q0)
-        q1 = q0 + rng.normal(0.0, 0.02, len(q0))
-        pd.update(q1)
-        true = rm.distances(q1)
-        if pd.lazy:  # it claims nothing is near: true, and its bounds say so too
-            assert true.min() >= 0.05
-            pd.bounds()
-        assert np.all(pd.d <= true + 1e-5)  # a lower bound everywhere (GJK's tolerance grows with distance)
-        near = true < 0.05
-        assert np.all(pd.exact[near])  # and the exact value wherever it may matter
-        assert pd.d[near] == pytest.approx(true[near], abs=1e-6)
+        pd.update(q)
+        for _ in range(6):  # small steps: mostly between full passes (candidates only), some across
+            q = q + rng.normal(0.0, rng.choice([0.002, 0.02]), len(q))
+            passes = pd.full_passes
+            below = pd.update(q)
+            between += pd.full_passes == passes
+            true = rm.distances(q)
+            if pd.lazy:  # it claims nothing is near: true
+                assert true.min() >= 0.05
+            assert sorted(below) == list(np.flatnonzero(true < 0.05))  # exactly the pairs below ``near``
+            pd.fill()
+            assert np.all(pd.d <= true + 1e-5)  # a lower bound everywhere (GJK's tolerance grows with distance)
+            near = true < 0.05
+            assert np.all(pd.exact[near])  # and the exact value wherever it may matter
+            assert pd.d[near] == pytest.approx(true[near], abs=1e-5)
+    assert between > 200
 
 
 def test_distance_gradient_matches_finite_differences(rm):
@@ -242,6 +248,42 @@ def test_safety_estop_latches_a_hold_and_ignores_commands_until_released():
         L.send(POSITION_MODE, ARM, position=target)
         L.run(0.01)
     assert np.abs(L.arm_q - target).max() < 0.01
+
+
+@pytest.mark.parametrize("end", ["request", "timeout"])
+def test_bypass_widens_joint_limits_and_narrows_them_behind_the_arm_without_a_jump(end):
+    L = started()
+    lo, hi = CFG.limits.lower[6], CFG.limits.upper[6]
+    tol = CFG.control["bypass_joint_limit_tolerance"] * (hi - lo)
+    beyond = L.arm_q
+    beyond[6] = hi + 2.0 * tol  # past the relaxed range too: clamped to it
+    L.send(POSITION_MODE, ARM, position=beyond)
+    L.run(2.0, every=lambda: L.send(POSITION_MODE, ARM, position=beyond))
+    assert L.arm_q[6] < hi + 1e-3  # no bypass: the normal limit
+    L.event(MSG_BYPASS, 2.0 if end == "timeout" else 60.0)
+    L.run(1.5, every=lambda: L.send(POSITION_MODE, ARM, position=beyond))
+    assert hi + 0.9 * tol < L.arm_q[6] < hi + tol + 1e-3  # out to the widened limit, no further
+    if end == "request":
+        L.event(MSG_BYPASS, 0.0)
+    out = L.arm_q[6]
+    L.run(1.0)  # the bypass ends with the arm beyond its limit: it stays there (the range ends where it is)
+    assert not L.cycle.bypass
+    assert L.arm_q[6] == pytest.approx(out, abs=2e-3) and L.cycle.upper[6] > hi + 0.9 * tol
+    steps = []
+    for k in range(1500):  # commands beyond the limit are clamped to it again: the arm comes back, no jump
+        if k % 10 == 0:
+            L.send(POSITION_MODE, ARM, position=beyond)
+        before = L.cycle.sp.q[6]
+        L.step()
+        steps.append(L.cycle.sp.q[6] - before)
+    assert np.abs(steps).max() <= CFG.limits.velocity[6] * L.dt * 1.06
+    assert L.arm_q[6] == pytest.approx(hi, abs=2e-3)
+    assert L.cycle.upper[6] == hi and not L.cycle._narrowing  # the range closed behind it
+    inside = L.arm_q
+    inside[6] = hi - 0.2
+    L.run(1.0, every=lambda: L.send(POSITION_MODE, ARM, position=inside))
+    L.run(1.0, every=lambda: L.send(POSITION_MODE, ARM, position=beyond))  # and out again: the normal limit
+    assert L.arm_q[6] == pytest.approx(hi, abs=2e-3)
 
 
 def test_bypass_turns_avoidance_off_and_ends_by_itself():

@@ -141,7 +141,8 @@ def test_velocity_mode_stops_at_the_limit_and_leaves_it_at_once(loop):
     push = [0, 0, 0, 0, 2.5, 0, 0]
     loop.run(1.8, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=push), period=0.005)
     assert loop.arm_q[4] == pytest.approx(upper, abs=0.02)
-    assert loop.arm_q[4] <= upper + 1e-3
+    assert loop.state.local.cmd_position[4] <= upper  # the reference stops on the limit
+    assert loop.arm_q[4] <= upper + 5e-3  # (the arm may lag past it a little: the plant's stop is further out)
     at_limit = loop.arm_q[4]
     back = [0, 0, 0, 0, -2.5, 0, 0]
     loop.run(0.2, every=lambda: loop.send(VELOCITY_MODE, names(loop), velocity=back), period=0.005)

@@ -256,8 +256,13 @@ def test_a_held_arm_pushed_away_comes_back_at_a_walking_pace_not_a_snap(loop):
     push(loop, 0, 150.0, 0.4, no_contact_safety)  # stronger than the joint's effort limit: it gives way
     away = loop.arm_q[0] - q0[0]
     assert away > 0.2
+    for _ in range(200):  # it coasts on (up to its hard stop beyond the limit) until the hold catches it
+        loop.run(0.01)
+        if abs(loop.state.local.velocity[0]) < 0.05:
+            break
+        no_contact_safety()
     peak = 0.0
-    for k in range(600):
+    for k in range(800):
         loop.run(0.01)
         if k % 10 == 0:
             no_contact_safety()
@@ -272,11 +277,17 @@ def test_brakes_hold_where_the_arm_was_pushed_to(loop):
     loop.event(MSG_ENABLE, 0)
     loop.run(0.05)
     q0 = loop.arm_q
-    push(loop, 0, 150.0, 0.4)
+    push(loop, 0, 150.0, 0.4)  # (it coasts on to its hard stop, beyond the joint's limit)
+    loop.run(1.0)
     away = loop.arm_q[0]
-    assert away - q0[0] > 0.2
+    assert away > loop.cfg.limits.upper[0] + 0.1  # past the joint's limit (the plant's stop is further out)
     loop.run(2.0)
     assert abs(loop.arm_q[0] - away) < loop.cfg.control["following_error"]["window"] + 0.02  # slipped, stays
+    away = loop.arm_q[0]
+    loop.event(MSG_ENABLE, 1)
+    loop.run(1.0)
+    assert abs(loop.arm_q[0] - away) < 0.01  # enabled there: held where it is, not pulled in to the limit
+    assert loop.cycle.upper[0] > away - 0.01
 
 
 def reference_accel(L, seconds, every=None):

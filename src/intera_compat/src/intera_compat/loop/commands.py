@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..safety.joint_limits import relaxed_range
 from .layouts import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
 
 MODE_NAMES = {POSITION_MODE: "POSITION_MODE", VELOCITY_MODE: "VELOCITY_MODE", TORQUE_MODE: "TORQUE_MODE",
@@ -37,8 +38,14 @@ class CommandValidator:
         self.index = {name: i for i, name in enumerate(limb_joints)}
         self.other = set(other_joints)
         self.n = n
-        self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.normal = np.asarray(lower, float), np.asarray(upper, float)
+        self.lower, self.upper = self.normal
+        self.relaxed = self.normal
         self.vmax, self.amax, self.emax = np.asarray(vmax, float), np.asarray(amax, float), np.asarray(emax, float)
+
+    def relax(self, on: bool) -> None:
+        """Positions are clamped to ``relaxed`` (the safety bypass's range) while on."""
+        self.lower, self.upper = self.relaxed if on else self.normal
 
     def check(self, mode: int, names, values: dict) -> CommandVerdict:
         """``values`` maps field name → sequence (all of the message's arrays may be given)."""
@@ -79,7 +86,8 @@ class CommandValidator:
                 k = int(np.flatnonzero(over)[0])
                 return CommandVerdict(False, f"acceleration[{k}] ({names[k]}) = {acc[idx[k]]:.4g} rad/s² is beyond "
                                              f"the joint's acceleration limit {self.amax[idx[k]]:.4g} rad/s²")
-        for fld, lo, hi, unit in (("position", self.lower, self.upper, "rad"), ("velocity", -self.vmax, self.vmax, "rad/s"),
+        lower, upper = self.lower, self.upper  # (one pair: relax() may swap them meanwhile)
+        for fld, lo, hi, unit in (("position", lower, upper, "rad"), ("velocity", -self.vmax, self.vmax, "rad/s"),
                                   ("effort", -self.emax, self.emax, "Nm")):
             arr = verdict.arrays.get(fld)
             if arr is None:
@@ -97,5 +105,16 @@ class CommandValidator:
 def make_validator(cfg) -> CommandValidator:
     lim = cfg.limits
     other = [cfg.head_joint] if cfg.head_joint else []
-    return CommandValidator(cfg.joint_names, len(cfg.all_joints), lim.lower, lim.upper, lim.velocity, lim.accel,
-                            lim.effort, other)
+    v = CommandValidator(cfg.joint_names, len(cfg.all_joints), lim.lower, lim.upper, lim.velocity, lim.accel,
+                         lim.effort, other)
+    v.relaxed = relaxed_range(lim.lower, lim.upper, bypass_tolerance(cfg))
+    return v
+
+
+def bypass_tolerance(cfg) -> float:
+    """``control.bypass_joint_limit_tolerance``: the fraction of each joint's range the safety
+    bypass adds on both sides of it (hector's default 3 %)."""
+    tol = float(cfg.control.get("bypass_joint_limit_tolerance", 0.03))
+    if not 0.0 <= tol <= 1.0:
+        raise ValueError(f"control.bypass_joint_limit_tolerance = {tol} is outside [0, 1]")
+    return tol

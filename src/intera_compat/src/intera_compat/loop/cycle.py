@@ -26,7 +26,7 @@ from ..safety.collision_avoidance import CollisionAvoidance
 from ..safety.collision_detection import CollisionDetection
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
-from ..safety.joint_limits import JointLimits
+from ..safety.joint_limits import JointLimits, relaxed_range
 from ..safety.robot_state import RobotStateMachine
 from ..safety.torque_guard import TorqueGuard
 from ..sources.base import Setpoint
@@ -40,6 +40,7 @@ from ..sources.velocity import VelocitySource
 from ..sources.zero_g import ZeroGSource
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
+from .commands import bypass_tolerance
 from .layouts import (MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, MSG_SAFETY_ESTOP,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
                       POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
@@ -98,7 +99,15 @@ class LoopCycle:
         n = self.n = len(cfg.all_joints)
         na = cfg.n_arm
         lim = cfg.limits
-        lo, hi, vmax, amax = lim.lower, lim.upper, lim.velocity, lim.accel
+        vmax, amax = lim.velocity, lim.accel
+        # the position range in force: the sources hold views of these and the safety bypass widens
+        # them in place (_set_range)
+        self.lower, self.upper = lo, hi = np.array(lim.lower, float), np.array(lim.upper, float)
+        self.cfg_range = lo.copy(), hi.copy()
+        self._relaxed = relaxed_range(lo, hi, bypass_tolerance(cfg))
+        self._narrowing = False  # after a bypass or with the arm beyond a limit: the range closes in behind it
+        self._t_lo, self._t_hi = np.zeros(n), np.zeros(n)
+        self._beyond, self._beyond2 = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         arm, everything = slice(0, na), slice(0, n)
         self.hw = HardwareState.zeros(n)
         self.sp = Setpoint.zeros(n)
@@ -142,6 +151,7 @@ class LoopCycle:
         self._out = np.zeros(4)
         self.suppress_time = [-1e9] * len(SUPPRESS_KEYS)
         self.bypass_until = -1.0  # loop time at which the safety bypass ends
+        self._bypass_was = False
         self._zero_g_was = False
         self.safety_changed = False  # a detection, E-stop or bypass began or ended: publish the safety record now
         self.detection = self.chain.get("collision_detection")
@@ -263,7 +273,7 @@ class LoopCycle:
                 self.zero_g.squeezed = msg[0] > 0.5
             elif kind == MSG_BYPASS:
                 self.bypass_until = now + msg[0] if msg[0] > 0.0 else -1.0
-                self.safety_changed = True
+                self._bypass_edge()
         if n_cmd > 1:
             self.counts["superseded"] += n_cmd - 1
         if self.robot_active != was_active:
@@ -273,6 +283,54 @@ class LoopCycle:
     @property
     def bypass(self) -> bool:
         return self.now < self.bypass_until
+
+    def _bypass_edge(self) -> None:
+        """The bypass began or ended (by request or timeout): widen the position range, or start
+        closing it in behind the reference."""
+        on = self.bypass
+        if on == self._bypass_was:
+            return
+        self._bypass_was = on
+        self.safety_changed = True
+        if on:
+            self._narrowing = False
+            self._set_range(*self._relaxed)
+        else:
+            self._narrowing = True
+
+    def _narrow(self) -> None:
+        """After a bypass (or with the arm found beyond a limit) the range is the normal one
+        widened only to where the last reference still is, and it never widens again by itself: a
+        joint left beyond its limit may only come back (a clamp straight to the limit would jump
+        the arm)."""
+        q, (lo, hi), t_lo, t_hi = self.sp.q, self.cfg_range, self._t_lo, self._t_hi
+        np.minimum(lo, q, out=t_lo)
+        np.maximum(t_lo, self.lower, out=t_lo)
+        np.maximum(hi, q, out=t_hi)
+        np.minimum(t_hi, self.upper, out=t_hi)
+        self._set_range(t_lo, t_hi)
+        if np.array_equal(t_lo, lo) and np.array_equal(t_hi, hi):
+            self._narrowing = False
+
+    def _admit_measured(self) -> None:
+        """The arm is beyond the range in force (pushed there, a limp or braked arm sagging past a
+        limit, started there): the range reaches out to it, so no reference is clamped back
+        toward the limit (that would pull the arm in at the following-error window's pace), and
+        then closes in behind the reference as the arm comes back."""
+        q, out = self.hw.position, self._beyond
+        np.less(q, self.lower, out=out)
+        np.logical_or(out, np.greater(q, self.upper, out=self._beyond2), out=out)
+        if not np.count_nonzero(out):
+            return
+        np.minimum(self.lower, q, out=self._t_lo)
+        np.maximum(self.upper, q, out=self._t_hi)
+        self._set_range(self._t_lo, self._t_hi)
+        self._narrowing = True
+
+    def _set_range(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        self.lower[:] = lower
+        self.upper[:] = upper
+        self._limits.set_range(self.lower, self.upper)
 
     def _safety_stop(self, reason: int, resume: bool) -> None:
         """A safety hold takes the arm: a running trajectory ends with ``reason``; afterwards the arm
@@ -288,6 +346,11 @@ class LoopCycle:
         ctx = self.ctx
         ctx.active = self.robot_active
         # (the E-stop holds the measured position as it is, with no avoidance offsets: hector's latch)
+        self._bypass_edge()  # (its timeout)
+        if self._narrowing:
+            self._narrow()
+        if not self.robot_active or self.arbiter.active in self._measured_handover:
+            self._admit_measured()  # (only where the arm is held as it is; never under a source driving it)
         ctx.avoidance = not (self.suppressed(SUPPRESS_COLLISION_AVOIDANCE) or self.bypass or self.estop_hold.on)
         zg = self.zero_g
         zg.allowed = not self.suppressed(SUPPRESS_CUFF)
@@ -322,7 +385,7 @@ class LoopCycle:
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: stay where the arm is, nothing moving."""
         sp, hw = self.sp, self.hw
-        np.clip(hw.position, self.cfg.limits.lower, self.cfg.limits.upper, out=sp.q)
+        np.clip(hw.position, self.lower, self.upper, out=sp.q)
         sp.v[:] = 0.0
         sp.a[:] = 0.0
         sp.tau[:] = 0.0
@@ -339,6 +402,7 @@ class LoopCycle:
         if code:
             self._fault(code, chain.fault_joint)  # stopped now: this cycle already brakes
         if not self.initialised:
+            self._admit_measured()
             sp.q[:] = hw.position
             self.brake.activate(sp, hw, now)
             self.chain.reset(hw, sp)
@@ -393,8 +457,7 @@ class LoopCycle:
         if ca is not None:
             if not ca.engaged or self.ctx.trajectory:  # its distances were not kept up to date: refresh them
                 ca.tight.update(self.sp.q)
-            if ca.tight.lazy:
-                ca.tight.bounds()
+            ca.tight.fill()
             d = ca.tight.d
             k = int(d.argmin())
             o.avoid_engaged[0] = ca.engaged and not self.ctx.trajectory
@@ -448,3 +511,6 @@ class _Absent:
     """Stands in for a safety plugin the config leaves out: its counters read zero."""
     interventions = 0
     clamped = 0
+
+    def set_range(self, lower, upper) -> None:
+        pass

@@ -77,6 +77,7 @@ def build_mjcf(rm: RobotModel, obstacles=()) -> str:
     ET.SubElement(root, "compiler", angle="radian", autolimits="true")
     ET.SubElement(root, "option", timestep=str(sim.get("timestep", 0.001)), integrator="implicitfast",
                   gravity="0 0 -9.81", jacobian="dense")
+    stop = float(sim.get("hard_stop_margin", 0.05))  # the mechanical stops lie beyond the software limits
     world = ET.SubElement(root, "worldbody")
     for ob in obstacles:
         _obstacle(world, ob)
@@ -95,8 +96,9 @@ def build_mjcf(rm: RobotModel, obstacles=()) -> str:
                       fullinertia=_fmt([Ic[0, 0], Ic[1, 1], Ic[2, 2], Ic[0, 1], Ic[0, 2], Ic[1, 2]]))
         i = cfg_index[name]
         idx = model.joints[jid].idx_q
+        lo, hi = model.lowerPositionLimit[idx], model.upperPositionLimit[idx]
         ET.SubElement(body, "joint", name=name, type="hinge", axis=_fmt(_axis(model.joints[jid])),
-                      range=_fmt([model.lowerPositionLimit[idx], model.upperPositionLimit[idx]]),
+                      range=_fmt([lo - stop * (hi - lo), hi + stop * (hi - lo)]),
                       damping="%.6g" % sim["damping"][i], frictionloss="%.6g" % sim["frictionloss"][i],
                       armature="%.6g" % cfg.armature[i])
     for f in model.frames:  # a site for every link frame, named after the link

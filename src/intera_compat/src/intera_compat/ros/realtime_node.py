@@ -28,7 +28,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..config import load_config
 from ..loop.channel import Channel
-from ..loop.commands import make_validator
+from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
 from ..loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
@@ -76,6 +76,7 @@ class RealtimeLoopNode:
                        command_timeout=float(cfg.control["command_timeout"]),
                        joint_state_hz=float(cfg.rates["joint_states_hz"]))
         self.validator = make_validator(cfg)
+        self._bypass_seen = False
         self.trajectories = TrajectoryClient(ch, cfg)
         self._faults_seen = 0
         self.commands_received = 0
@@ -185,9 +186,12 @@ class RealtimeLoopNode:
     def _on_bypass(self, req):
         t = float(self.cfg.control.get("bypass_timeout", 60.0))
         self._event(MSG_BYPASS, t if req.data else 0.0)
+        self.validator.relax(req.data)  # (and from the safety record, which also tells of the timeout)
         if req.data:
-            rospy.logwarn(f"safety bypass ON for {t:g} s: collision avoidance off")
-            return SetBoolResponse(True, f"safety bypass on for {t:g} s (collision avoidance off)")
+            tol = 100.0 * bypass_tolerance(self.cfg)
+            rospy.logwarn(f"safety bypass ON for {t:g} s: collision avoidance off, joint limits widened by {tol:g} %")
+            return SetBoolResponse(True, f"safety bypass on for {t:g} s (collision avoidance off, joint limits "
+                                         f"widened by {tol:g} % of their range)")
         rospy.loginfo("safety bypass off")
         return SetBoolResponse(True, "safety bypass off")
 
@@ -354,6 +358,10 @@ class RealtimeLoopNode:
         if not rec.read():
             return
         o = rec.local
+        bypass = bool(o.bypass[0] > 0.5)
+        if bypass != self._bypass_seen:  # on its edges only: a record older than a service call must not undo it
+            self._bypass_seen = bypass
+            self.validator.relax(bypass)
         hdr = rospy.Header(stamp=stamp)
         self.pub_detect.publish(CollisionDetectionState(header=hdr, collision_state=bool(o.collision_state[0])))
         active = [self.pair_names[k] for k in np.flatnonzero(o.pair_active > 0.5)]

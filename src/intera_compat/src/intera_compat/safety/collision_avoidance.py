@@ -23,9 +23,11 @@ reference (hector's SafetyPositionController) and Sawyer's repulsive torques.
 Cost: distances are exact only where they matter. After a full distance pass at a pose ``q₀``
 (all pairs, coal), a pair's distance at ``q`` is at least ``d(q₀) − Σᵢ Rᵢ|qᵢ − q₀ᵢ|``, where
 ``Rᵢ`` bounds how far joint ``i`` can carry any point of exactly one of the pair's bodies from
-its axis (joints that move both bodies do not change their distance). Pairs whose bound stays
-outside the zone cost nothing; pairs that may be inside are computed exactly; a new full pass
-runs when some bound has dropped by ``slack``. In free space a cycle costs a 61×8 mat-vec.
+its axis (joints that move both bodies do not change their distance). A new full pass runs when
+the pose has drifted by ``slack`` (in reach-weighted terms), so only the pairs within
+``zone + band + slack`` at the last full pass (the candidates, a handful) are looked at between
+passes; a candidate whose bound stays outside the band costs a row of a mat-vec, one that could
+bind this step gets an exact distance and a gradient.
 """
 from __future__ import annotations
 
@@ -40,9 +42,6 @@ from ..sources.base import Setpoint
 from .base import SafetyContext, SafetyPlugin
 
 
-CACHE_EPSILON = 1e-9  # rad: a pose this close to the last one reuses its distances (hector's collision cache)
-
-
 def _reach_bound(model: pin.Model, joint: int, obj) -> float:
     """Upper bound on the distance from ``joint``'s origin to any point of geometry ``obj``."""
     g = obj.geometry
@@ -55,7 +54,12 @@ def _reach_bound(model: pin.Model, joint: int, obj) -> float:
 
 
 class PairDistances:
-    """Signed distances of a geometry model's pairs, exact where they may be below ``near``."""
+    """Signed distances of a geometry model's pairs, exact where they may be below ``near``.
+
+    A full pass (every pair, coal) at ``q_ref`` names the *candidates*: pairs with
+    ``d(q_ref) < near + slack``. Until the next full pass (when the pose has drifted by ``slack``
+    in reach-weighted terms) no other pair can come below ``near``, so a cycle looks at the
+    candidates only: their lower bounds ``dc``, exact distances where a caller asks (``refine``)."""
 
     def __init__(self, rm: RobotModel, geom: pin.GeometryModel, near: float, slack: float):
         m = rm.model
@@ -76,70 +80,96 @@ class PairDistances:
                 self.W[k, cfg_of_joint[m.joints[j].idx_q]] = _reach_bound(m, j, obj)
         self.parents = [(geom.geometryObjects[a].parentJoint, geom.geometryObjects[b].parentJoint) for a, b in pairs]
         self.w_max = self.W.max(axis=0)  # per joint: the largest reach of any pair
-        self.d = np.full(P, np.inf)  # exact where ``exact``, a lower bound elsewhere
-        self.lazy = False  # no pair near: ``d`` not refreshed by the last update (see bounds())
-        self.d_ref_min = -np.inf
+        self.d = np.full(P, np.inf)  # exact where ``exact`` (else stale: see ``dc`` and fill())
         self.exact = np.zeros(P, dtype=bool)
+        self.lazy = False  # True: nothing can be below ``near`` at the last pose
+        self.d_ref = np.zeros(P)  # distances at q_ref
         self.q_ref = np.zeros(n)
-        self.q_last = np.full(n, np.nan)
-        self._tc = np.zeros(n)
-        self.d_ref = np.full(P, -np.inf)  # nothing known yet: the first call makes a full pass
+        self.q_last = np.zeros(n)
+        self._key = None  # q_last's bytes: the same pose again reuses everything (hector's collision cache)
+        self._known = False  # False: the next bound() makes a full pass
+        # candidates (views of fixed buffers, re-cut at each full pass); row 0 of _Wx: the drift
+        # bound of every pair (w_max), rows 1..C: the candidates' reach rows
+        self._cand_buf, self._Wx_buf = np.zeros(P, dtype=np.intp), np.zeros((P + 1, n))
+        self._Wx_buf[0] = self.w_max
+        self._wx_buf, self._dref_buf, self._dc_buf = np.zeros(P + 1), np.zeros(P), np.zeros(P)
+        self._aux_buf = np.zeros(P)
+        self._cut(0)
+        self._t = np.zeros(n)
         self.q_pin = np.zeros(m.nq)
-        self._w6 = np.zeros(6)
+        self._w2, self._s2 = np.zeros((2, 6)), np.zeros((2, m.nv))
+        self._s2a, self._s2b = self._s2[0], self._s2[1]
         self._gpin = np.zeros(m.nv)
-        self._side = np.zeros(m.nv)
-        self.chain = np.zeros((m.njoints, m.nv))  # per joint: 1 on the velocity columns of the joints that move it
+        chain = np.zeros((m.njoints, m.nv))  # per joint: 1 on the velocity columns of the joints that move it
         for j in range(1, m.njoints):
             for i in m.supports[j][1:]:
-                self.chain[j, m.joints[i].idx_v] = 1.0
-        self._t = np.zeros(n)
-        self._drift = np.zeros(P)
-        self._near = np.zeros(P, dtype=bool)
+                chain[j, m.joints[i].idx_v] = 1.0
+        self.masks = np.array([[chain[ja], chain[jb]] for ja, jb in self.parents])  # per pair: each body's chain
+        self._all = np.zeros(P)
+        self._stale = np.zeros(P, dtype=bool)
         self.full_passes = 0
         self.pair_queries = 0
         self._posed = self._jacobians = False
 
-    def invalidate(self) -> None:
-        self.d_ref[:] = -np.inf
-        self.q_last[:] = np.nan
+    def _cut(self, C: int) -> None:
+        self.cand, self.Wc, self._Wx = self._cand_buf[:C], self._Wx_buf[1:C + 1], self._Wx_buf[:C + 1]
+        self._wx, self._drops = self._wx_buf[:C + 1], self._wx_buf[1:C + 1]
+        self._dc_ref, self.dc, self.aux = self._dref_buf[:C], self._dc_buf[:C], self._aux_buf[:C]
+        self.cand_list = self.cand.tolist()
 
-    def update(self, q: np.ndarray) -> None:
-        """Distances at config-ordered ``q``: ``d`` exact for every pair that may be below ``near``."""
+    def invalidate(self) -> None:
+        self._known, self._key = False, None
+
+    def update(self, q: np.ndarray) -> list:
+        """Distances at config-ordered ``q``; returns the pairs below ``near`` (their ``d`` exact)."""
         if self.bound(q):
-            return
-        np.less(self.d, self.near, out=self._near)
-        if np.count_nonzero(self._near):
-            self.refine(np.flatnonzero(self._near))
+            return []
+        below = [k for k, dk in zip(self.cand_list, self.dc.tolist()) if dk < self.near]
+        self.refine(below)
+        d = self.d
+        return [k for k in below if d[k] < self.near]
 
     def bound(self, q: np.ndarray) -> bool:
-        """Lower bounds at ``q`` in ``d`` (``exact`` where known); True when nothing can be below
-        ``near`` (``lazy``: ``d`` is then stale and ``bounds()`` fills it). A pose equal to the last
-        one keeps everything; a drift beyond ``slack`` makes a full pass (all exact)."""
-        np.subtract(q, self.q_last, out=self._tc)
-        np.abs(self._tc, out=self._tc)
-        if self._tc.max() <= CACHE_EPSILON and self.d_ref[0] != -np.inf:
+        """Lower bounds at ``q`` for the candidates in ``dc`` (``d`` exact where ``exact``);
+        True when nothing can be below ``near``. A pose equal to the last one keeps everything; a
+        drift beyond ``slack`` makes a full pass (every pair exact, new candidates)."""
+        key = q.tobytes()
+        if key == self._key:
             return self.lazy  # the same pose as last time (a blocked or held reference): everything still holds
+        self._key = key
         self.q_last[:] = q
         self._posed = self._jacobians = False
         np.subtract(q, self.q_ref, out=self._t)
         np.abs(self._t, out=self._t)
-        drift = float(np.dot(self.w_max, self._t))  # ≥ every pair's drift
-        if drift > self.slack or self.d_ref[0] == -np.inf:
-            self._pose(q)
-            pin.computeDistances(self.geom, self.gdata)
-            for k, r in enumerate(self.gdata.distanceResults):
-                self.d_ref[k] = r.min_distance
-            self.d_ref_min = float(self.d_ref.min())
-            self.q_ref[:] = q
-            self.d[:] = self.d_ref
-            self.exact[:] = True
-            self.lazy = False
-            self.full_passes += 1
-            return False
-        self.lazy = self.d_ref_min - drift >= self.near
-        if not self.lazy:
-            self.bounds()
+        np.dot(self._Wx, self._t, out=self._wx)  # [≥ every pair's drop; each candidate's drop]
+        if not self._known or self._wx[0] > self.slack:
+            self._full_pass(q)
+            return self.lazy
+        self.exact.fill(False)
+        if self.cand_list:
+            np.subtract(self._dc_ref, self._drops, out=self.dc)
+            self.lazy = min(self.dc.tolist()) >= self.near
         return self.lazy
+
+    def _full_pass(self, q: np.ndarray) -> None:
+        self._pose(q)
+        pin.computeDistances(self.geom, self.gdata)
+        for k, r in enumerate(self.gdata.distanceResults):
+            self.d_ref[k] = r.min_distance
+        self.q_ref[:] = q
+        self._t[:] = 0.0
+        self.d[:] = self.d_ref
+        self.exact[:] = True
+        cand = np.flatnonzero(self.d_ref < self.near + self.slack)
+        C = len(cand)
+        self._cand_buf[:C] = cand
+        self._Wx_buf[1:C + 1] = self.W[cand]
+        self._dref_buf[:C] = self.d_ref[cand]
+        self._dc_buf[:C] = self.d_ref[cand]
+        self._cut(C)
+        self.lazy = not C or float(self.dc.min()) >= self.near
+        self._known = True
+        self.full_passes += 1
 
     def refine(self, pairs) -> None:
         """Exact distances for ``pairs`` (indices) at the pose of the last ``bound``."""
@@ -152,12 +182,12 @@ class PairDistances:
             self.exact[k] = True
             self.pair_queries += 1
 
-    def bounds(self) -> None:
-        """``d`` = the lower bounds at the last ``update``'s pose (nothing exact)."""
-        np.dot(self.W, self._t, out=self._drift)
-        np.subtract(self.d_ref, self._drift, out=self.d)
-        self.exact[:] = False
-        self.lazy = False
+    def fill(self) -> None:
+        """``d`` everywhere at the last ``bound``'s pose: lower bounds, exact values kept (for reports)."""
+        np.dot(self.W, self._t, out=self._all)
+        np.subtract(self.d_ref, self._all, out=self._all)
+        np.logical_not(self.exact, out=self._stale)
+        np.copyto(self.d, self._all, where=self._stale)
 
     def _pose(self, q: np.ndarray) -> None:
         self.rm.to_pin(q, self.q_pin)
@@ -173,22 +203,18 @@ class PairDistances:
             pin.computeJointJacobians(self.model, self.data, self.q_pin)
             self._jacobians = True
         res = self.gdata.distanceResults[k]
-        n = res.normal  # from the first object toward the second
-        J = self.data.J  # WORLD: column i = joint i's twist, linear part at the world origin
-        w, g = self._w6, self._gpin
-        g[:] = 0.0
-        for sign, joint, p in ((-1.0, self.parents[k][0], res.getNearestPoint1()),
-                               (1.0, self.parents[k][1], res.getNearestPoint2())):
-            if joint == 0:
-                continue
-            # the witness point p moves as v = v₀ + ω × p, so nᵀv = [n, p × n]ᵀ [v₀; ω], over its chain's joints
-            w[0], w[1], w[2] = sign * n[0], sign * n[1], sign * n[2]
-            w[3], w[4], w[5] = (sign * (p[1] * n[2] - p[2] * n[1]), sign * (p[2] * n[0] - p[0] * n[2]),
-                                sign * (p[0] * n[1] - p[1] * n[0]))
-            np.dot(w, J, out=self._side)
-            self._side *= self.chain[joint]
-            g += self._side
-        return self.rm.from_pin(g, out)
+        nx, ny, nz = res.normal.tolist()  # from the first object toward the second
+        ax, ay, az = res.getNearestPoint1().tolist()
+        bx, by, bz = res.getNearestPoint2().tolist()
+        # a witness point p moves as v = v₀ + ω × p, so nᵀv = [n, p × n]ᵀ [v₀; ω] with the WORLD
+        # joint twists (data.J: linear part at the world origin), over the joints that move its body;
+        # the distance grows as the second point moves along n and the first against it
+        self._w2[:] = ((-nx, -ny, -nz, az * ny - ay * nz, ax * nz - az * nx, ay * nx - ax * ny),
+                       (nx, ny, nz, by * nz - bz * ny, bz * nx - bx * nz, bx * ny - by * nx))
+        np.dot(self._w2, self.data.J, out=self._s2)
+        self._s2 *= self.masks[k]
+        np.add(self._s2a, self._s2b, out=self._gpin)
+        return self.rm.from_pin(self._gpin, out)
 
 
 class CollisionAvoidance(SafetyPlugin):
@@ -218,10 +244,7 @@ class CollisionAvoidance(SafetyPlugin):
         self._primed = False
         self._step = np.zeros(n)
         self._free = np.zeros(n, dtype=bool)
-        P = self.tight.P
         self._absstep = np.zeros(n)
-        self._closing, self._c, self._lim = np.zeros(P), np.zeros(P), np.zeros(P)
-        self._need, self._zone_bind, self._in = (np.zeros(P, dtype=bool) for _ in range(3))
         self._g = np.zeros(n)
         self._r = np.zeros(n)
         # what the last cycle did (published at 100 Hz)
@@ -245,40 +268,31 @@ class CollisionAvoidance(SafetyPlugin):
         step = self._step
         np.subtract(sp.q, self.prev, out=step)
         np.copyto(step, 0.0, where=sp.torque_only)
-        if not np.count_nonzero(step):
-            return 0
         np.abs(step, out=self._r)
         self._r /= self.step_max
-        used = self._r.max()  # the step as a fraction of the block speed (1.5 v_max per cycle)
+        used = max(self._r.tolist())  # the step as a fraction of the block speed (1.5 v_max per cycle)
+        if used == 0.0:
+            return 0
         span = self.zone - self.ref_padding
         tight = self.tight
-        if tight.bound(self.prev):  # nothing within the zone + braking band: only the block speed
-            near = ()
-        else:
-            # which pairs could bind this step? a conservative test on the lower bounds (a smaller
-            # clearance only makes it stricter): the rest need neither an exact distance nor a gradient
-            d = tight.d
+        near = []
+        if not tight.bound(self.prev):
+            # which candidates could bind this step? a conservative test on their lower bounds (a
+            # smaller clearance only makes it stricter): the rest need neither an exact distance nor a gradient
             np.abs(step, out=self._absstep)
-            np.dot(tight.W, self._absstep, out=self._closing)  # ≥ |ḋ| of the step, per pair
-            c, lim = self._c, self._lim
-            np.subtract(d, self.ref_padding, out=c)
-            np.maximum(c, 0.0, out=c)
-            np.sqrt(c, out=lim)
-            lim *= self.brake_dt
-            c *= 0.5
-            np.minimum(lim, c, out=lim)
-            np.greater(self._closing, lim, out=self._need)
-            np.less(d, tight.near, out=self._in)  # (the braking limit applies within the zone + band)
-            self._need &= self._in
-            np.multiply(d, 1.0, out=c)
-            c -= self.ref_padding
-            c /= span
-            np.less(c, used, out=self._zone_bind)  # the zone's speed fraction could be below the step's
-            np.less(d, self.zone, out=self._in)
-            self._zone_bind &= self._in
-            self._need |= self._zone_bind
-            self.in_zone = int(np.count_nonzero(self._in))
-            near = np.flatnonzero(self._need)
+            np.dot(tight.Wc, self._absstep, out=tight.aux)  # ≥ |ḋ| of the step, per candidate
+            pad, band, zone, bdt = self.ref_padding, tight.near, self.zone, self.brake_dt
+            for k, dk, closing in zip(tight.cand_list, tight.dc.tolist(), tight.aux.tolist()):
+                if dk >= band:
+                    continue
+                c = dk - pad if dk > pad else 0.0
+                if dk < zone:
+                    self.in_zone += 1
+                    if c < used * span:  # the zone's speed fraction could be below the step's
+                        near.append(k)
+                        continue
+                if closing > min(bdt * math.sqrt(c), 0.5 * c):  # the braking limit (zone + band)
+                    near.append(k)
             tight.refine(near)
         d = tight.d  # exact for the pairs in ``near``
         allowed = 1.0  # the fraction of the block speed the zone allows
@@ -329,11 +343,8 @@ class CollisionAvoidance(SafetyPlugin):
         if self.avoid is None or not self.engaged or self.ctx.trajectory:
             return 0
         av = self.avoid
-        av.update(hw.position)  # exact wherever the avoidance shapes may overlap: every d < 0 is exact
-        if av.lazy or av.d.min() >= 0.0:
-            return 0
-        for k in np.flatnonzero(av.d < 0.0):
-            k = int(k)
+        overlapping = av.update(hw.position)  # the pairs whose avoidance shapes overlap (d < 0, exact)
+        for k in overlapping:
             overlap = min(-av.d[k], self.max_overlap)  # deeper than touching tight shapes: no stiffer
             g = av.gradient(k, self._g)
             f = self.stiffness * overlap - self.damping * float(g @ hw.velocity)

@@ -92,7 +92,7 @@ class CollisionDetection(SafetyPlugin):
             self.integral[:] = self._p  # r starts at 0
             self._started = True
         # β = τ + Cᵀ q̇ − g + r, integrated; r = K (p − ∫β)
-        np.dot(C.T, v, out=self._beta)
+        np.dot(v, C, out=self._beta)  # Cᵀ q̇
         self._beta += self._tau
         self._beta -= g
         self._beta += self.r_pin
@@ -103,8 +103,7 @@ class CollisionDetection(SafetyPlugin):
         self.r_pin.take(self.perm, out=self.residual)
         # impact filter: fast = r − low-pass(r)
         np.subtract(self.residual, self.slow, out=self.fast)
-        self._x[:] = self.fast
-        self._x *= self.lp
+        np.multiply(self.fast, self.lp, out=self._x)
         self.slow += self._x
 
     def on_state(self, hw: HardwareState) -> int:

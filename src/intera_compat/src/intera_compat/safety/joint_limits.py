@@ -21,6 +21,14 @@ from ..sources.base import Setpoint, clamp, limit_steps, stopping_step
 from .base import SafetyPlugin
 
 
+def relaxed_range(lower, upper, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """The position range widened by ``tolerance`` × its width on both sides (hector's safety
+    bypass: ``safety_bypass_joint_limit_tolerance``, 3 % by default)."""
+    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    r = (upper - lower) * tolerance
+    return lower - r, upper + r
+
+
 class JointLimits(SafetyPlugin):
     name = "joint_limits"
 
@@ -40,6 +48,7 @@ class JointLimits(SafetyPlugin):
         # rows q, v, a of the setpoint block against their ranges, all in one clamp
         self._lo3 = np.stack([self.lower, -self.vmax, -self.amax])
         self._hi3 = np.stack([self.upper, self.vmax, self.amax])
+        self.lower, self.upper = self._lo3[0], self._hi3[0]  # the position range in force (set_range)
         self._x3 = np.zeros((3, n))
         self._b3 = np.zeros((3, n), dtype=bool)
         # the step, its change, the feed-forward's change: against v_max·dt, a_max·dt² (+ seam tolerance)
@@ -52,6 +61,11 @@ class JointLimits(SafetyPlugin):
         self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
         self._free, self._m = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         self._primed = False
+
+    def set_range(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        """The position range in force from now on (the safety bypass widens it)."""
+        self.lower[:] = lower
+        self.upper[:] = upper
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
         """The reference restarts at ``sp`` (q, v) as it stands this cycle."""
