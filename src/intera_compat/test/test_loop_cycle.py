@@ -227,6 +227,32 @@ def test_trajectory_mode_tracks_and_extrapolates(loop):
     assert loop.arm_q[3] - q0[3] == pytest.approx(w * 1.0, abs=0.03)
 
 
+@pytest.mark.parametrize("given", ["positions only", "zero velocities"])
+def test_trajectory_mode_with_positions_only_differences_them_into_velocities(loop, given):
+    """The SDK's JTAS streams positions only when its goal has none (a robot that refused them left
+    the arm standing); a zero velocity reference would damp the arm back by kd/kp x speed, the
+    velocities the positions imply keep it on them."""
+    q0 = loop.arm_q
+    w = 0.4
+    t = [0.0]
+    lag = [0.0]
+
+    def cmd():
+        pos = q0.copy()
+        pos[6] -= w * t[0]
+        extra = {} if given == "positions only" else dict(velocity=np.zeros(7), acceleration=np.zeros(7))
+        assert loop.send(TRAJECTORY_MODE, names(loop), position=pos, velocity=extra.get("velocity", []),
+                         acceleration=extra.get("acceleration", [])).ok
+        lag[0] = max(lag[0], loop.arm_q[6] - pos[6]) if t[0] > 0.3 else 0.0
+        t[0] += 0.01
+
+    loop.run(1.0, every=cmd, period=0.01)
+    if given == "positions only":
+        assert loop.state.local.velocity[6] == pytest.approx(-w, abs=0.01) and lag[0] < 0.002
+    else:  # the sender said "velocity 0": that is what it gets (damped, the arm lags behind the points)
+        assert lag[0] > 0.005
+
+
 def test_stale_arrays_of_other_modes_are_ignored(loop):
     q0 = loop.arm_q
     target = q0 + np.array([0.3, 0, 0, 0, 0, 0, 0])

@@ -167,7 +167,7 @@ def test_a_trajectory_must_end_at_rest(loop):
     qs[:, :7], vs[:, :7] = q, moving
     qs[:, 7] = loop.q[7]
     mask = np.r_[np.ones(7), 0.0]
-    loop.channel.post(T_EXECUTE, np.array([777.0, 3, len(t), 1.0]), mask, t, qs.ravel(), vs.ravel(), full.ravel())
+    loop.channel.post(T_EXECUTE, np.array([777.0, 3, len(t), 1.0, 0]), mask, np.zeros(8), t, qs.ravel(), vs.ravel(), full.ravel())
     res = loop.trajectories.wait(777, 0.05, step=loop.step)
     assert res.status == T.REJECTED and res.reason == T.R_INVALID and res.joint == "right_j2"
     assert "still moves" in res.message
@@ -265,7 +265,8 @@ def post_raw(L, t, q, order=1):
     full = np.zeros((k, n))
     full[:, :7] = q
     mask = np.r_[np.ones(7), 0.0]
-    assert L.channel.post(T_EXECUTE, np.array([99.0, order, k, 1.0]), mask, np.asarray(t, float), full.ravel(),
+    assert L.channel.post(T_EXECUTE, np.array([99.0, order, k, 1.0, 0]), mask, np.zeros(n), np.asarray(t, float),
+                          full.ravel(),
                           np.zeros(k * n), np.zeros(k * n))
     return 99
 
@@ -372,3 +373,67 @@ def test_a_stop_on_a_planned_path_keeps_the_acceleration_limits(loop, cancel_at)
             break
     assert loop.trajectories.results[tid].status == T.CANCELLED
     assert worst <= 1.02
+
+
+@pytest.mark.parametrize("tracking", [T.TRACK_FEEDFORWARD, T.TRACK_POSITION, T.TRACK_VELOCITY])
+def test_each_tracking_law_follows_the_trajectory_and_reports_its_own_sample(loop, tracking):
+    q0 = loop.arm_q
+    q1 = q0 + np.array([0.4, -0.3, 0.2, 0.4, -0.4, 0.3, 0.6])
+    t, q, v, a = min_jerk(q0, q1, 2.0)
+    tid = loop.trajectories.execute(t, q, v, a, tracking=tracking, kp=np.full(7, 5.0))
+    st = loop.state.local
+    worst, ff_acc, corrections = 0.0, 0.0, 0.0
+    for _ in range(220):
+        loop.run(0.01)
+        worst = max(worst, np.abs(st.traj_position[:7] - st.position[:7]).max())
+        ff_acc = max(ff_acc, np.abs(st.cmd_acceleration[:7]).max())
+        # velocity tracking commands v + kp·(q − measured): not the trajectory's own velocity
+        corrections = max(corrections, np.abs(st.cmd_velocity[:7] - st.traj_velocity[:7]).max())
+    assert loop.trajectories.results[tid].status == T.SUCCEEDED
+    assert worst < 0.02
+    assert np.abs(st.traj_acceleration[:7]).max() == 0.0  # at rest at the end
+    if tracking == T.TRACK_FEEDFORWARD:
+        assert ff_acc > 0.5 and corrections < 1e-9
+    elif tracking == T.TRACK_POSITION:
+        assert ff_acc == 0.0 and corrections < 1e-9  # positions and velocities, no acceleration feed-forward
+    else:
+        assert ff_acc == 0.0 and corrections > 1e-4
+    loop.run(0.5)
+    assert np.abs(loop.arm_q - q1).max() < 0.0087
+
+
+def test_bad_tracking_requests_are_refused(loop):
+    q0 = loop.arm_q
+    t, q, v, a = min_jerk(q0, q0 + 0.1, 1.0)
+    with pytest.raises(TrajectoryError, match="tracking is 7"):
+        loop.trajectories.execute(t, q, v, a, tracking=7)
+    with pytest.raises(TrajectoryError, match="kp must be 7 gains"):
+        loop.trajectories.execute(t, q, v, a, tracking=T.TRACK_VELOCITY, kp=np.full(7, np.nan))
+    # past the client, the loop refuses it too (defence in depth)
+    n = loop.cycle.n
+    full = np.zeros((len(t), n))
+    full[:, :7] = q
+    kp = np.r_[np.full(7, 1e3), 0.0]
+    assert loop.channel.post(T_EXECUTE, np.array([55.0, 1, len(t), 1.0, 2]), np.r_[np.ones(7), 0.0], kp, t,
+                             full.ravel(), np.zeros(len(t) * n), np.zeros(len(t) * n))
+    res = loop.trajectories.wait(55, 0.05, step=loop.step)
+    assert res.status == T.REJECTED and res.reason == T.R_INVALID
+
+
+def test_the_speed_override_pauses_the_time_base_without_ending_the_trajectory(loop):
+    q0 = loop.arm_q
+    q1 = q0 + np.array([0.4, 0.0, 0.0, 0.3, 0.0, 0.0, 0.5])
+    t, q, v, a = min_jerk(q0, q1, 2.0)
+    tid = loop.trajectories.execute(t, q, v, a)
+    loop.run(0.8)
+    loop.set(speed_override=0.0)
+    loop.run(0.5)  # decelerates along the path
+    p = loop.trajectories.progress()
+    held = loop.arm_q
+    loop.run(1.0)
+    assert tid not in loop.trajectories.results and loop.trajectories.progress().time == pytest.approx(p.time)
+    assert np.abs(loop.arm_q - held).max() < 1e-3 and 0.5 < p.time < 1.5
+    loop.set(speed_override=1.0)
+    loop.run(2.0)
+    assert loop.trajectories.results[tid].status == T.SUCCEEDED
+    assert np.abs(loop.arm_q - q1).max() < 0.0087

@@ -37,6 +37,8 @@ class Channel:
         self.lock = threading.Lock()
         self._cmd_head = np.zeros(1)
         self.refused = 0  # messages the full ring refused (listener side)
+        if create:
+            self.set_control(speed_override=1.0)
 
     @property
     def names(self) -> dict:

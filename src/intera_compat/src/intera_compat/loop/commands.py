@@ -5,9 +5,16 @@ repeated or non-limb joints (``head_pan`` has its own topic), unknown modes and 
 accelerations beyond the joint acceleration limits are rejected with a message naming the field.
 Positions, velocities and efforts beyond the joint limits are clamped, with a warning naming
 the field.
+
+TRAJECTORY_MODE's ``velocity`` and ``acceleration`` may be left empty (the SDK's joint trajectory
+action server sends positions only when its goal has none): the acceleration feed-forward is
+then 0 and the velocity is the difference of consecutive positions of each joint over their
+header stamps (``PositionDifferencer``), so the arm is not held back by a zero velocity reference.
 """
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +26,30 @@ MODE_NAMES = {POSITION_MODE: "POSITION_MODE", VELOCITY_MODE: "VELOCITY_MODE", TO
               TRAJECTORY_MODE: "TRAJECTORY_MODE"}
 MODE_FIELDS = {POSITION_MODE: ("position",), VELOCITY_MODE: ("velocity",), TORQUE_MODE: ("effort",),
                TRAJECTORY_MODE: ("position", "velocity", "acceleration")}
+OPTIONAL_FIELDS = {TRAJECTORY_MODE: ("velocity", "acceleration")}  # may be empty
+
+
+class PositionDifferencer:
+    """Velocities of TRAJECTORY_MODE commands that carry positions only: per joint, the change since
+    that joint's previous position over the stamps' difference (0 for its first one, or after a gap
+    of more than ``max_gap`` s). Thread-safe (a callback thread per publisher connection)."""
+
+    def __init__(self, n: int, max_gap: float = 0.2):
+        self.q = np.zeros(n)
+        self.t = np.full(n, -np.inf)
+        self.max_gap = max_gap
+        self.lock = threading.Lock()
+
+    def update(self, mask: np.ndarray, position: np.ndarray, stamp: float) -> np.ndarray:
+        """Record ``position`` (full length) of the joints in ``mask``; returns their velocities."""
+        v = np.zeros(len(self.q))
+        with self.lock:
+            dt = stamp - self.t
+            ok = mask & (dt > 1e-4) & (dt <= self.max_gap)
+            v[ok] = (position[ok] - self.q[ok]) / dt[ok]
+            self.q[mask] = position[mask]
+            self.t[mask] = stamp
+        return v
 
 
 @dataclass
@@ -42,12 +73,15 @@ class CommandValidator:
         self.lower, self.upper = self.normal
         self.relaxed = self.normal
         self.vmax, self.amax, self.emax = np.asarray(vmax, float), np.asarray(amax, float), np.asarray(emax, float)
+        self.differencer = PositionDifferencer(n)
 
     def relax(self, on: bool) -> None:
         """Positions are clamped to ``relaxed`` (the safety bypass's range) while on."""
         self.lower, self.upper = self.relaxed if on else self.normal
 
-    def check(self, mode: int, names, values: dict) -> CommandVerdict:
+    def check(self, mode: int, names, values: dict, stamp: float | None = None) -> CommandVerdict:
+        """``stamp``: the command's time in seconds (header.stamp; None: now, monotonic), for the
+        velocities of TRAJECTORY_MODE commands that carry positions only."""
         """``values`` maps field name → sequence (all of the message's arrays may be given)."""
         if mode not in MODE_FIELDS:
             return CommandVerdict(False, f"mode {mode} is not a JointCommand mode (1..4)")
@@ -69,6 +103,8 @@ class CommandValidator:
         verdict.mask = mask
         for fld in MODE_FIELDS[mode]:
             vals = np.asarray(values.get(fld, ()), dtype=float)
+            if len(vals) == 0 and fld in OPTIONAL_FIELDS.get(mode, ()):
+                continue  # absent (filled in below)
             if len(vals) != len(names):
                 return CommandVerdict(False, f"{MODE_NAMES[mode]}: {fld} has {len(vals)} values for "
                                              f"{len(names)} names")
@@ -79,6 +115,11 @@ class CommandValidator:
             arr = np.zeros(self.n)
             arr[idx] = vals
             verdict.arrays[fld] = arr
+        if mode == TRAJECTORY_MODE:
+            a = verdict.arrays
+            v = self.differencer.update(mask, a["position"], time.monotonic() if stamp is None else stamp)
+            a.setdefault("velocity", v)
+            a.setdefault("acceleration", np.zeros(self.n))
         acc = verdict.arrays.get("acceleration")
         if acc is not None:
             over = np.abs(acc[idx]) > self.amax[idx]

@@ -112,6 +112,7 @@ class LoopCycle:
         self.hw = HardwareState.zeros(n)
         self.sp = Setpoint.zeros(n)
         self.adapter = make_adapter(backend, cfg, rm, dt)
+        self._backend_scales = backend.has(Capability.SPEED_SCALING)
         self.law = self.adapter.law
         self.ctx = SafetyContext()
         self.chain = build_safety_chain(cfg, dt, rm, self.ctx, self.adapter.supports(Capability.TORQUE),
@@ -170,6 +171,9 @@ class LoopCycle:
         assert off["effort"][0] == p0 + 2 * n and off["cmd_acceleration"][0] == c0 + 2 * n
         self._o_measured = o.buf[p0:p0 + 3 * n].reshape(3, n)  # position, velocity, effort
         self._o_setpoint = o.buf[c0:c0 + 3 * n].reshape(3, n)  # cmd_position, cmd_velocity, cmd_acceleration
+        d0 = off["traj_position"][0]
+        assert off["traj_acceleration"][0] == d0 + 2 * n
+        self._o_traj = o.buf[d0:d0 + 3 * n].reshape(3, n)[:, arm]  # the trajectory's sample (arm joints)
         self._changed = np.zeros(n, dtype=bool)
         # the scalar fields, written with one tuple assignment per block instead of ~30 separate stores
         for block in (_HEAD_FIELDS, _FLAG_FIELDS):  # each block: consecutive scalars in exactly this order
@@ -215,12 +219,14 @@ class LoopCycle:
 
     def _execute_trajectory(self, k_words: int, now: float) -> None:
         m, n = self._msg, self.n
-        traj_id, order, k, scaling = m[0], int(m[1]), int(m[2]), m[3]
-        if 4 + n + k + 3 * k * n != k_words:
+        traj_id, order, k, scaling, tracking = m[0], int(m[1]), int(m[2]), m[3], int(m[4])
+        if 5 + 2 * n + k + 3 * k * n != k_words:
             self.trajectory.results.append((traj_id, 5, 2, -1))  # REJECTED, R_INVALID (malformed)
             return
-        o = 4
+        o = 5
         mask = m[o:o + n] > 0.5
+        o += n
+        kp = m[o:o + n]
         o += n
         t = m[o:o + k]
         o += k
@@ -229,7 +235,8 @@ class LoopCycle:
         v = m[o:o + k * n].reshape(k, n)
         o += k * n
         a = m[o:o + k * n].reshape(k, n)
-        if self.trajectory.prepare(traj_id, order, mask, t, q, v, a, self.sp, self.robot_active, scaling):
+        if self.trajectory.prepare(traj_id, order, mask, t, q, v, a, self.sp, self.robot_active, scaling, tracking,
+                                   kp):
             self.arbiter.select(self.trajectory, self.sp, self.hw, now)
 
     def _intake(self, now: float) -> None:
@@ -398,6 +405,10 @@ class LoopCycle:
         now, hw, sp, chain = self.now, self.hw, self.sp, self.chain
         self.ctx.now = now
         self.backend.read(hw)
+        # the time base's factor: the backend's (UR slider, Cobot progress) × the operator's override (0..1,
+        # validated by the listener)
+        self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0)
+                                 * self.ch.control.local.speed_override[0])
         code = chain.on_state(hw)  # repairs a broken measurement before anything reads it
         if code:
             self._fault(code, chain.fault_joint)  # stopped now: this cycle already brakes
@@ -496,10 +507,11 @@ class LoopCycle:
                            self._source_ids.get(id(active), -1))
         self._o_measured[:] = hw.block
         self._o_setpoint[:] = sp.block[:3]
+        self._o_traj[:] = t.sample
         rec.local.cmd_effort[:] = self.adapter.command.effort
         self._o_flags[:] = (  # _FLAG_FIELDS, in that order
             r.enabled, r.stopped, r.error, r.estop_button, r.estop_source, r.ready, r.homed, not sp.gravity,
-            hw.speed_scaling, self.fault_code, self.fault_joint, cnt["faults"],
+            t.speed, self.fault_code, self.fault_joint, cnt["faults"],
             t.traj_id, t.state, t.time, t.traj.duration, t.segment, t.error, t.applied_scaling,
             cnt["commands"], cnt["superseded"], cnt["ignored"], cnt["timeouts"],
             self._limits.interventions, self._following.interventions,

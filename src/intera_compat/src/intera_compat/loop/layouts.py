@@ -19,7 +19,7 @@ MSG_STOP = 3  # []
 MSG_RESET = 4  # []
 MSG_ESTOP = 5  # [1 pressed | 0 released]
 MSG_SUPPRESS = 6  # [SUPPRESS_* index]
-MSG_TRAJ_EXECUTE = 7  # [id, order, k, scaling, mask(n), t(k), q(k·n), v(k·n), a(k·n)]
+MSG_TRAJ_EXECUTE = 7  # [id, order, k, scaling, tracking, mask(n), kp(n), t(k), q(k·n), v(k·n), a(k·n)]
 MSG_TRAJ_CANCEL = 8  # [id] (0: whatever runs)
 MSG_TRAJ_SCALING = 9  # [traj_id (0: whatever runs), factor 0..1]
 MSG_SAFETY_ESTOP = 10  # [1 latch | 0 release]: hold the measured position, ignore commands
@@ -39,7 +39,8 @@ def command_words(n: int) -> int:
 
 def control_layout() -> Layout:
     """Settings (listener → loop), latest value wins."""
-    return Layout((("speed_ratio", 1), ("command_timeout", 1), ("joint_state_hz", 1), ("shutdown", 1)))
+    return Layout((("speed_ratio", 1), ("command_timeout", 1), ("joint_state_hz", 1), ("shutdown", 1),
+                   ("speed_override", 1)))  # an operator's speed factor 0..1 on top of the backend's
 
 
 def state_layout(n: int) -> Layout:
@@ -56,6 +57,7 @@ def state_layout(n: int) -> Layout:
         ("commands", 1), ("commands_superseded", 1), ("commands_ignored", 1), ("timeouts", 1),
         ("limit_interventions", 1), ("following_interventions", 1), ("torque_guard_interventions", 1),
         ("clamped_effort", 1),
+        ("traj_position", n), ("traj_velocity", n), ("traj_acceleration", n),  # the trajectory's own sample
     ))
 
 

@@ -39,7 +39,7 @@ class OfflineLoop:
 
     # ---- inputs, as the listeners would write them
     def send(self, mode: int, names, **arrays):
-        v = self.validator.check(mode, list(names), {k: list(a) for k, a in arrays.items()})
+        v = self.validator.check(mode, list(names), {k: list(a) for k, a in arrays.items()}, self.cycle.now)
         if v.ok:
             assert self.channel.post_command(v.mode, v.mask, v.arrays)
         return v

@@ -150,6 +150,8 @@ class RealtimeLoopNode:
         rospy.Subscriber(f"{L}/joint_command", JointCommand, self._on_command, queue_size=50, tcp_nodelay=True)
         rospy.Subscriber(f"{L}/joint_command_timeout", Float64, self._on_timeout, queue_size=1)
         rospy.Subscriber(f"{L}/set_speed_ratio", Float64, self._on_speed_ratio, queue_size=1)
+        # an operator's speed slider (a teach pendant's, or a test's): scales the trajectory time base
+        rospy.Subscriber("~speed_override", Float64, self._on_speed_override, queue_size=1)
         rospy.Subscriber("/robot/set_super_enable", Bool, self._on_enable, queue_size=1)
         rospy.Subscriber("/robot/set_super_stop", Empty, lambda _: self._event(MSG_STOP), queue_size=1)
         rospy.Subscriber("/robot/set_super_reset", Empty, lambda _: self._event(MSG_RESET), queue_size=1)
@@ -211,6 +213,13 @@ class RealtimeLoopNode:
             return
         self.channel.set_control(speed_ratio=min(max(r, 0.0), 1.0))
 
+    def _on_speed_override(self, msg: Float64) -> None:
+        f = msg.data
+        if not (np.isfinite(f) and 0.0 <= f <= 1.0):
+            rospy.logerr_throttle(1.0, f"speed_override rejected: data is {f}, give 0..1; keeping the previous factor")
+            return
+        self.channel.set_control(speed_override=f)
+
     def _on_rate(self, msg: UInt16) -> None:
         if msg.data == 0:
             rospy.logerr_throttle(1.0, "joint_state_publish_rate rejected: data is 0 Hz")
@@ -222,8 +231,9 @@ class RealtimeLoopNode:
     def _on_command(self, msg: JointCommand) -> None:
         with self._count_lock:  # one callback thread per publisher connection
             self.commands_received += 1
+        stamp = msg.header.stamp.to_sec() or rospy.get_time()  # (TRAJECTORY_MODE velocities from positions)
         v = self.validator.check(msg.mode, msg.names, {"position": msg.position, "velocity": msg.velocity,
-                                                       "acceleration": msg.acceleration, "effort": msg.effort})
+                                                       "acceleration": msg.acceleration, "effort": msg.effort}, stamp)
         if not v.ok:
             rospy.logerr_throttle_identical(1.0, f"JointCommand rejected: {v.error}; holding last command")
             return
@@ -256,7 +266,7 @@ class RealtimeLoopNode:
             st = state.local
             self._check_faults(st)
             try:
-                self.trajectory_server.tick(st, bool(flags & TICK_STATE_100HZ))
+                self.trajectory_server.tick(st, bool(flags & TICK_JOINT_STATES))
                 if self.pub_clock is not None:
                     self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(st.time[0])))
                 stamp = self._stamp(st)

@@ -39,6 +39,7 @@ class _Goal:
     timeout: float
     last_alive: float
     scaling: float
+    cols: list  # the goal's joints among the limb's, in its order
     lost: bool = False
 
 
@@ -90,10 +91,14 @@ class ExecuteTrajectoryServer:
                 raise TrajectoryError(f"keepalive_timeout is {timeout}: give seconds >= 0 (0: no watchdog)")
             names, t, q, v, a = goal_arrays(goal.trajectory)
             scaling = goal.time_scaling if 0.0 < goal.time_scaling <= 1.0 else 1.0
+            kp = list(goal.velocity_kp) or None
+            if kp is not None and len(kp) != len(names):
+                raise TrajectoryError(f"velocity_kp has {len(kp)} values for {len(names)} joint_names")
             with self.lock:
-                traj_id = self.client.execute(t, q, v, a, names, scaling)
+                traj_id = self.client.execute(t, q, v, a, names, scaling, goal.tracking, kp)
                 gh.set_accepted()
-                g = _Goal(gh, gid, traj_id, timeout, time.monotonic(), scaling)
+                g = _Goal(gh, gid, traj_id, timeout, time.monotonic(), scaling,
+                          [self.client.index[j] for j in names])
                 self.goals[traj_id] = g
                 self.by_goal_id[gid] = g
         except (TrajectoryError, ValueError) as e:
@@ -133,9 +138,13 @@ class ExecuteTrajectoryServer:
         for finished, res in done:
             self._finish(finished, res)
         if g is not None:
+            c = g.cols
             g.gh.publish_feedback(ExecuteTrajectoryFeedback(
                 state=int(st.traj_state[0]), time=float(st.traj_time[0]), duration=float(st.traj_duration[0]),
-                segment=int(st.traj_segment[0]), error=float(st.traj_error[0]), scaling=float(st.traj_scaling[0])))
+                segment=int(st.traj_segment[0]), error=float(st.traj_error[0]), scaling=float(st.traj_scaling[0]),
+                desired_positions=st.traj_position[c].tolist(), desired_velocities=st.traj_velocity[c].tolist(),
+                desired_accelerations=st.traj_acceleration[c].tolist(), actual_positions=st.position[c].tolist(),
+                actual_velocities=st.velocity[c].tolist()))
 
     def _watchdog(self) -> None:
         last, skipped = time.monotonic(), False

@@ -1,7 +1,7 @@
 """Whole trajectories handed to the loop once and sampled every cycle on a speed-scaled time base.
 
 Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's
-factor (``set_scaling``) × the backend's speed scaling (UR slider, Cobot progress): at 0 the arm
+factor (``set_scaling``) × the loop's ``speed`` (backend: UR slider, Cobot progress; × operator override): at 0 the arm
 pauses on the path, it does not abort. The applied factor follows a change within
 ``scaling_ramp`` seconds for the full range (a pause decelerates along the path, it is not a
 step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ṡ). The applied
@@ -40,6 +40,11 @@ SUCCEEDED, CANCELLED, PREEMPTED, ABORTED, REJECTED = 1, 2, 3, 4, 5
 # (the same numbers as the R_* constants of intera_compat/ExecuteTrajectory's result)
 R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND, R_NEWER_TRAJECTORY, \
     R_ROBOT_DISABLED, R_FAULT, R_LIMITS, R_CLIENT_LOST, R_COLLISION, R_ZERO_G, R_SAFETY_STOP = range(14)
+# how the trajectory is tracked (ExecuteTrajectory's ``tracking``): its positions, velocities and
+# accelerations (inverse-dynamics feed-forward); positions and velocities only; velocities
+# v + kp·(q − measured) integrated into the setpoint
+TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY = 0, 1, 2
+MAX_KP = 100.0  # 1/s: a velocity-tracking gain beyond this is refused (at 1 kHz it would oscillate)
 END_SPEED = 1e-3  # rad/s: a trajectory's last point must be at rest (a stop along the path ends there)
 END_ACCEL = 1e-2  # rad/s²
 STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
@@ -69,7 +74,12 @@ class TrajectorySource(SetpointSource):
         self.start_velocity_tolerance = start_velocity_tolerance
         self.traj = KnotTrajectory(m, max_knots + 1)
         self.mask = np.zeros(m, dtype=bool)
-        self.q, self.v, self.a = np.zeros(m), np.zeros(m), np.zeros(m)
+        self.sample = np.zeros((3, m))  # the trajectory at its current time: q, v, a
+        self.q, self.v, self.a = self.sample
+        self.tracking = TRACK_FEEDFORWARD
+        self.kp = np.zeros(m)  # TRACK_VELOCITY's position gain, 1/s
+        self._cmd_q, self._cmd_v = np.zeros(m), np.zeros(m)  # TRACK_VELOCITY's setpoint
+        self._zero = np.zeros(m)
         self._err = np.zeros(m)
         self._tmp = np.zeros(m)
         self.traj_id = 0.0
@@ -79,6 +89,7 @@ class TrajectorySource(SetpointSource):
         self.error = 0.0  # max |setpoint − measured| over the trajectory's joints, rad
         self.scaling = 1.0  # the sender's factor
         self.applied_scaling = 1.0
+        self.speed = 1.0  # the loop's speed factor this cycle (backend × operator override), 0..1
         self.max_rate = 1.0 / scaling_ramp  # largest |ṡ| a sender's change of scaling gets, 1/s
         self.rate = 0.0  # ṡ of the applied scaling, 1/s
         self._fresh = True  # the next update starts at the requested scaling
@@ -86,18 +97,22 @@ class TrajectorySource(SetpointSource):
 
     # ---- requests -----------------------------------------------------------------------
     def prepare(self, traj_id: float, order: int, mask, t, q, v, a, sp: Setpoint, enabled: bool,
-                scaling: float = 1.0) -> bool:
-        """Stage a trajectory (full-length ``mask``; ``q``/``v``/``a`` shaped (k, n) in config order),
-        starting at the sender's time ``scaling`` (anything outside (0, 1] means 1)."""
+                scaling: float = 1.0, tracking: int = TRACK_FEEDFORWARD, kp=None) -> bool:
+        """Stage a trajectory (full-length ``mask`` and ``kp``; ``q``/``v``/``a`` shaped (k, n) in config
+        order), starting at the sender's time ``scaling`` (anything outside (0, 1] means 1), tracked
+        as ``tracking`` says (TRACK_VELOCITY with the position gains ``kp``, 1/s)."""
         i = self.idx
         mask = np.asarray(mask[i], bool)
         q, v, a = q[:, i], v[:, i], a[:, i]
+        kp = np.zeros(self.m) if kp is None else np.asarray(kp, float)[i]
         if not enabled:
             return self._reject(traj_id, R_NOT_ENABLED)
         if len(t) + 1 > self.traj.max_knots:
             return self._reject(traj_id, R_TOO_LONG)
         if not (np.isfinite(t).all() and np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(a).all()
-                and t[0] >= 0.0 and (len(t) < 2 or np.all(np.diff(t) > 0.0))):
+                and t[0] >= 0.0 and (len(t) < 2 or np.all(np.diff(t) > 0.0))
+                and tracking in (TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY)
+                and np.isfinite(kp).all() and (kp >= 0.0).all() and (kp <= MAX_KP).all()):
             return self._reject(traj_id, R_INVALID)
         end_moving = np.abs(v[-1]) * mask > END_SPEED if order >= 3 else np.zeros(self.m, bool)
         if order >= 5:
@@ -129,6 +144,10 @@ class TrajectorySource(SetpointSource):
             self._finish(PREEMPTED, R_NEWER_TRAJECTORY)
         self.traj.load(kt, kq, kv, ka, order)
         self.mask[:] = mask
+        self.tracking = tracking
+        self.kp[:] = kp
+        self._cmd_q[:] = cur_q
+        self._cmd_v[:] = cur_v
         if moving:
             self.applied_scaling, self.rate = 1.0, 0.0
         else:
@@ -209,7 +228,7 @@ class TrajectorySource(SetpointSource):
         i = self.idx
         if self.state == TRAJ_RUNNING or self.state == TRAJ_STOPPING:
             stopping = self.state == TRAJ_STOPPING
-            want = 0.0 if stopping else self.scaling * hw.speed_scaling
+            want = 0.0 if stopping else self.scaling * self.speed
             s0 = self.applied_scaling
             self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
             if not 0.0 <= want <= 1.0:  # the backend's factor: NaN pauses, out of range is clamped
@@ -236,7 +255,19 @@ class TrajectorySource(SetpointSource):
         elif self.state == TRAJ_DONE:
             self.v[:] = 0.0
             self.a[:] = 0.0
-        sp.track(i, self.q, self.v, self.a)
+        if self.tracking == TRACK_FEEDFORWARD:
+            sp.track(i, self.q, self.v, self.a)
+        elif self.tracking == TRACK_POSITION:
+            sp.track(i, self.q, self.v, self._zero)
+        else:  # velocity v + kp·(q − measured), within the velocity limits, integrated into the setpoint
+            cv = self._cmd_v
+            np.subtract(self.q, hw.position[i], out=cv)
+            cv *= self.kp
+            cv += self.v
+            np.clip(cv, -self.vmax, self.vmax, out=cv)
+            np.multiply(cv, self.dt, out=self._tmp)
+            self._cmd_q += self._tmp
+            sp.track(i, self._cmd_q, cv, self._zero)
         np.subtract(self.q, hw.position[i], out=self._err)
         np.abs(self._err, out=self._err)
         self._err *= self.mask
@@ -249,4 +280,5 @@ class TrajectorySource(SetpointSource):
             self.q[:] = sp.q[self.idx]
             self.v[:] = 0.0
             self.a[:] = 0.0
+            self._cmd_q[:] = self.q
 

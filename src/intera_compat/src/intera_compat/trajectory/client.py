@@ -18,7 +18,8 @@ import numpy as np
 from ..config import RobotConfig
 from ..loop.channel import Channel
 from ..loop.layouts import MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
-from ..sources.trajectory import END_ACCEL, END_SPEED, REASONS, STATUS_NAMES
+from ..sources.trajectory import (END_ACCEL, END_SPEED, MAX_KP, REASONS, STATUS_NAMES, TRACK_FEEDFORWARD,
+                                  TRACK_POSITION, TRACK_VELOCITY)
 from .spline import limit_violation
 
 
@@ -69,11 +70,12 @@ class TrajectoryClient:
         self._buf = np.zeros(64)
 
     def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None,
-                scaling: float = 1.0) -> int:
+                scaling: float = 1.0, tracking: int = TRACK_FEEDFORWARD, kp=None) -> int:
         """Send a trajectory; returns its id. ``times`` (k,) s from the start; ``positions`` (k, m)
         for ``joint_names`` (default: every limb joint); velocities/accelerations pick the
         interpolation (linear / cubic / quintic); ``scaling`` is the sender's initial time scaling
-        (outside (0, 1]: 1)."""
+        (outside (0, 1]: 1); ``tracking`` how the loop follows it (sources.trajectory TRACK_*) with
+        ``kp`` (m,) the position gains of TRACK_VELOCITY, 1/s."""
         names = list(joint_names) if joint_names is not None else self.names
         t = np.asarray(times, float)
         k = len(t)
@@ -100,6 +102,11 @@ class TrajectoryClient:
             if len(bad):
                 raise TrajectoryError(f"{fld}[{bad[0][0]}][{bad[0][1]}] ({names[bad[0][1]]}) is {a[tuple(bad[0])]}")
             arrays[fld] = a
+        if tracking not in (TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY):
+            raise TrajectoryError(f"tracking is {tracking}: give 0 (feed-forward), 1 (position) or 2 (velocity)")
+        gains = np.zeros(len(names)) if kp is None else np.asarray(kp, float)
+        if gains.shape != (len(names),) or not np.all((gains >= 0.0) & (gains <= MAX_KP)):
+            raise TrajectoryError(f"kp must be {len(names)} gains in [0, {MAX_KP:g}] 1/s, got {kp}")
         if "positions" not in arrays:
             raise TrajectoryError("positions are required")
         if not np.isfinite(t).all() or t[0] < 0.0 or np.any(np.diff(t) <= 0.0):
@@ -133,12 +140,13 @@ class TrajectoryClient:
         full = {f: np.zeros((k, n)) for f in ("positions", "velocities", "accelerations")}
         for f, a in arrays.items():
             full[f][:, cols] = a
-        mask = np.zeros(n)
+        mask, full_kp = np.zeros(n), np.zeros(n)
         mask[cols] = 1.0
+        full_kp[cols] = gains
         traj_id = next(self._ids)
-        head = np.array([traj_id, order, k, scaling], float)
-        if not self.ch.post(MSG_TRAJ_EXECUTE, head, mask, t, full["positions"].ravel(), full["velocities"].ravel(),
-                            full["accelerations"].ravel()):
+        head = np.array([traj_id, order, k, scaling, tracking], float)
+        if not self.ch.post(MSG_TRAJ_EXECUTE, head, mask, full_kp, t, full["positions"].ravel(),
+                            full["velocities"].ravel(), full["accelerations"].ravel()):
             raise TrajectoryError("the loop's command ring is full (is the realtime loop running?)")
         return traj_id
 
