@@ -1,0 +1,254 @@
+"""Robot-side joint trajectory action server: control_msgs/FollowJointTrajectory on
+``/robot/limb/right/follow_joint_trajectory`` (contract §1.8, §2.7), executed by the realtime loop.
+
+A goal is checked and completed by ``trajectory.follow.prepare`` (error codes and messages naming
+the field), then handed to the loop once as an ``ExecuteTrajectory`` goal: the loop samples it
+every cycle on its speed-scaled time base (a slowed or paused arm is not a path error; a pause
+freezes the trajectory's time), keeps the arm on it, and stops it on collision, disable, cuff
+zero-G or E-stop. This node watches the loop's feedback (desired and measured, the same cycle)
+against the path tolerance, answers every goal with a result whose ``error_code`` and
+``error_string`` say why, and after the trajectory's end checks the goal tolerance for up to
+``goal_time`` seconds. A new goal or a cancel stops the running one smoothly on its path first.
+
+Options as the SDK's server: ``-l/--limb`` (right), ``-r/--rate`` (Hz of joint states and of this
+node's feedback, published once on /robot/joint_state_publish_rate), ``-m/--mode``
+(position_w_id | position | velocity: how the loop tracks the trajectory). Tolerances and gains
+are private parameters named as the SDK's dynamic reconfigure (``~goal_time``,
+``~stopped_velocity_tolerance``, ``~right_jN_goal``, ``~right_jN_trajectory``, ``~right_jN_kp``),
+set to the mode's defaults at start and read again for every goal.
+"""
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+import actionlib
+import numpy as np
+import rospy
+from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryFeedback, FollowJointTrajectoryResult
+from intera_compat.msg import ExecuteTrajectoryResult
+from sensor_msgs.msg import JointState
+from std_msgs.msg import UInt16
+
+from ..config import load_config
+from ..trajectory import follow as F
+from .loop_trajectory import LoopTrajectory
+
+LOOP_SILENCE = 1.0  # s without word from the loop about a running goal: it is gone
+STOP_WAIT = 5.0  # s to wait for the arm to stop on its path after a cancel
+JOINT_STATE_WAIT = 1.0  # s: joint states older than this do not tell where the arm is
+
+# the loop's reasons that end a goal, as FollowJointTrajectory error codes
+_INVALID = (ExecuteTrajectoryResult.R_START_DEVIATION, ExecuteTrajectoryResult.R_INVALID,
+            ExecuteTrajectoryResult.R_TOO_LONG, ExecuteTrajectoryResult.R_LIMITS)
+
+
+class JointTrajectoryActionServer:
+    def __init__(self, mode: str, rate: float, ns: str = "/robot/limb/right"):
+        if mode not in F.MODES:
+            raise ValueError(f"mode '{mode}': give one of {', '.join(F.MODES)}")
+        if not (np.isfinite(rate) and 1.0 <= rate <= 1000.0):
+            raise ValueError(f"rate {rate} Hz: give 1..1000")
+        self.mode, self.rate = mode, rate
+        self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
+        self.joints = list(cfg.joint_names)
+        self._index = {j: i for i, j in enumerate(self.joints)}
+        for name, value in F.mode_parameters(mode, self.joints).items():
+            if not rospy.has_param(f"~{name}"):
+                rospy.set_param(f"~{name}", value)
+        self._js_lock = threading.Lock()
+        self._q = self._v = None
+        self._js_time = 0.0
+        rospy.Subscriber("/robot/joint_states", JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
+        keepalive = float(cfg.control.get("trajectory_keepalive_timeout", 0.03))
+        self.loop = LoopTrajectory(ns, keepalive_timeout=keepalive)
+        if not self.loop.wait_for_server(60.0):
+            raise RuntimeError(f"no ExecuteTrajectory server on {ns}/execute_trajectory (is the realtime loop up?)")
+        if not self._wait_for_joint_states(60.0):
+            raise RuntimeError("no /robot/joint_states naming the limb's joints (is the realtime loop up?)")
+        # as the SDK's server: joint states (and so the loop's feedback) at this node's rate (at the
+        # robot's default rate nothing is sent: a later request by another node is not overridden)
+        if int(round(rate)) != int(round(float(cfg.rates["joint_states_hz"]))):
+            self.rate_pub = rospy.Publisher("/robot/joint_state_publish_rate", UInt16, queue_size=1, latch=True)
+            self.rate_pub.publish(UInt16(int(round(rate))))
+        self.server = actionlib.SimpleActionServer(f"{ns}/follow_joint_trajectory", FollowJointTrajectoryAction,
+                                                   execute_cb=self._execute, auto_start=False)
+        self.server.start()
+        rospy.on_shutdown(self.loop.cancel)
+        rospy.loginfo(f"joint trajectory action server ({mode}, {rate:g} Hz) on {ns}/follow_joint_trajectory")
+
+    # ---- measured state --------------------------------------------------------------------
+    def _on_joint_states(self, msg: JointState) -> None:
+        q = np.full(len(self.joints), np.nan)
+        v = np.zeros(len(self.joints))
+        for k, name in enumerate(msg.name):
+            i = self._index.get(name)
+            if i is not None:
+                q[i] = msg.position[k]
+                if k < len(msg.velocity):
+                    v[i] = msg.velocity[k]
+        with self._js_lock:
+            if self._q is not None and np.isnan(q).any():  # a partial message completes the last one
+                q = np.where(np.isnan(q), self._q, q)
+            self._q, self._v, self._js_time = q, v, rospy.get_time()
+
+    def _wait_for_joint_states(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while self._measured()[0] is None:
+            if time.monotonic() > end or rospy.is_shutdown():
+                return False
+            time.sleep(0.01)
+        return True
+
+    def _measured(self):
+        with self._js_lock:
+            fresh = self._q is not None and rospy.get_time() - self._js_time <= JOINT_STATE_WAIT
+            return (self._q, self._v) if fresh and np.isfinite(self._q).all() else (None, None)
+
+    # ---- goals -----------------------------------------------------------------------------
+    def _params(self) -> dict:
+        p = F.mode_parameters(self.mode, self.joints)
+        for name in p:
+            p[name] = float(rospy.get_param(f"~{name}", p[name]))
+        return p
+
+    def _plan(self, goal) -> F.FollowPlan:
+        traj = goal.trajectory
+        if not self._wait_for_joint_states(JOINT_STATE_WAIT):
+            raise F.GoalError(F.INVALID_GOAL, "no current joint states on /robot/joint_states: the arm's position "
+                                              "is unknown")
+        q, _ = self._measured()
+        points = [F.Point(p.time_from_start.to_sec(), p.positions, p.velocities, p.accelerations)
+                  for p in traj.points]
+        tols = [[F.Tolerance(t.name, t.position, t.velocity) for t in tl]
+                for tl in (goal.path_tolerance, goal.goal_tolerance)]
+        return F.prepare(traj.joint_names, points, self.joints, q, self.mode, self._params(), tols[0], tols[1],
+                         goal.goal_time_tolerance.to_sec())
+
+    def _execute(self, goal) -> None:
+        try:
+            plan = self._plan(goal)
+            if not self._wait_for_start(goal.trajectory.header.stamp.to_sec(), plan.duration):
+                return
+            self.loop.send(plan.names, plan.t, plan.q, plan.v, plan.a, tracking=plan.tracking, kp=plan.kp)
+        except F.GoalError as e:
+            self._end(e.code, str(e))
+            return
+        if self._follow(plan):
+            self._settle(plan)
+
+    def _wait_for_start(self, stamp: float, duration: float) -> bool:
+        """Until the trajectory's start time (header.stamp; 0 = now); False when the goal ended meanwhile."""
+        now = rospy.get_time()
+        if stamp <= 0.0 or stamp <= now:
+            if stamp > 0.0 and stamp + duration < now:
+                raise F.GoalError(F.OLD_HEADER_TIMESTAMP, f"trajectory.header.stamp {stamp:.3f} + its "
+                                                          f"{duration:.3f} s ended before now ({now:.3f})")
+            if stamp > 0.0 and now - stamp > 0.05:
+                rospy.logwarn(f"trajectory starts {now - stamp:.3f} s after its header.stamp: it runs from now")
+            return True
+        while rospy.get_time() < stamp:
+            if self.server.is_preempt_requested():
+                self._end(F.SUCCESSFUL, "cancelled before its start time", preempted=True)
+                return False
+            if rospy.is_shutdown():
+                return False
+            rospy.sleep(min(stamp - rospy.get_time(), 1.0 / self.rate))
+        return True
+
+    def _follow(self, plan: F.FollowPlan) -> bool:
+        """While the loop runs the trajectory: feedback and path checks. True once it ended at its
+        last point; otherwise the goal has been answered."""
+        monitor = F.FollowMonitor(plan)
+        seen = None
+        while not self.loop.wait(0.5 / self.rate):
+            if self.server.is_preempt_requested():
+                return self._stop(F.SUCCESSFUL, "cancelled: stopped on its path", preempted=True)
+            fb = self.loop.feedback
+            if fb is not None and fb is not seen and len(fb.desired_positions) == len(plan.names):
+                seen = fb
+                self._feedback(plan, fb)
+                why = monitor.path_violation(fb.desired_positions, fb.actual_positions, fb.desired_velocities,
+                                             fb.actual_velocities)
+                if why is not None:
+                    return self._stop(F.PATH_TOLERANCE_VIOLATED, f"{why} at t = {fb.time:.3f} s: stopped on its path")
+            if self.loop.silent_for() > LOOP_SILENCE:
+                return self._stop(F.PATH_TOLERANCE_VIOLATED, "the realtime loop stopped answering")
+        res = self.loop.result
+        if res is not None and res.status == ExecuteTrajectoryResult.SUCCEEDED:
+            return True
+        if res is None:
+            self._end(F.PATH_TOLERANCE_VIOLATED, "the realtime loop lost the trajectory")
+        elif res.status == ExecuteTrajectoryResult.REJECTED and (res.reason in _INVALID or not res.reason):
+            self._end(F.INVALID_GOAL, f"the realtime loop refused it: {res.message}")
+        else:  # collision, disabled, cuff zero-G, E-stop, fault, another command took the arm
+            self._end(F.PATH_TOLERANCE_VIOLATED, f"{res.message} (at t = {res.time:.3f} s)")
+        return False
+
+    def _settle(self, plan: F.FollowPlan) -> None:
+        """After the trajectory's end: the goal tolerance must hold within goal_time."""
+        monitor = F.FollowMonitor(plan)
+        deadline = rospy.get_time() + plan.goal_time
+        while not rospy.is_shutdown():
+            q, v = self._measured()
+            why = "no current joint states" if q is None else monitor.goal_violation(q[plan.cols], v[plan.cols])
+            if why is None:
+                self._end(F.SUCCESSFUL, "")
+                return
+            if rospy.get_time() >= deadline:
+                self._end(F.GOAL_TOLERANCE_VIOLATED, f"{why} {plan.goal_time:.3f} s after the trajectory's end")
+                return
+            if self.server.is_preempt_requested():
+                self._end(F.SUCCESSFUL, "cancelled after the trajectory's end", preempted=True)
+                return
+            rospy.sleep(1.0 / self.rate)
+
+    def _stop(self, code: int, message: str, preempted: bool = False) -> bool:
+        """Stop the running trajectory smoothly on its path, then answer the goal."""
+        self.loop.cancel()
+        if not self.loop.wait(STOP_WAIT):
+            message += f" (the loop did not confirm the stop within {STOP_WAIT:g} s)"
+        self._end(code, message, preempted)
+        return False
+
+    def _end(self, code: int, message: str, preempted: bool = False) -> None:
+        result = FollowJointTrajectoryResult(error_code=code, error_string=message)
+        if preempted:
+            self.server.set_preempted(result, message)
+        elif code == F.SUCCESSFUL:
+            self.server.set_succeeded(result, message)
+        else:
+            rospy.logerr(f"follow_joint_trajectory: {F.ERROR_NAMES[code]}: {message}")
+            self.server.set_aborted(result, message)
+
+    def _feedback(self, plan: F.FollowPlan, fb) -> None:
+        out = FollowJointTrajectoryFeedback(joint_names=plan.names)
+        out.header.stamp = rospy.Time.now()
+        t = rospy.Duration.from_sec(fb.time)
+        d, a, e = out.desired, out.actual, out.error
+        d.positions, d.velocities, d.accelerations = fb.desired_positions, fb.desired_velocities, \
+            fb.desired_accelerations
+        a.positions, a.velocities = fb.actual_positions, fb.actual_velocities
+        e.positions = (np.asarray(fb.desired_positions) - np.asarray(fb.actual_positions)).tolist()
+        e.velocities = (np.asarray(fb.desired_velocities) - np.asarray(fb.actual_velocities)).tolist()
+        d.time_from_start = a.time_from_start = e.time_from_start = t
+        self.server.publish_feedback(out)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description="Robot-side joint trajectory action server (FollowJointTrajectory "
+                                            "executed by the realtime loop)")
+    p.add_argument("-l", "--limb", default="right", help="right (or all_limbs: the same, Sawyer has one limb)")
+    p.add_argument("-r", "--rate", type=float, default=100.0, help="joint state and feedback rate [Hz]")
+    p.add_argument("-m", "--mode", default="position_w_id", choices=list(F.MODES))
+    args = p.parse_args(rospy.myargv(argv)[1:] if argv is None else argv)
+    if args.limb not in ("right", "all_limbs"):
+        p.error(f"limb '{args.limb}': this robot has the limb 'right'")
+    rospy.init_node("joint_trajectory_action_server")
+    try:
+        JointTrajectoryActionServer(args.mode, args.rate)
+    except (ValueError, RuntimeError) as e:
+        rospy.logfatal(str(e))
+        raise SystemExit(1)
+    rospy.spin()

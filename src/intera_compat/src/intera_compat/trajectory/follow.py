@@ -1,0 +1,264 @@
+"""FollowJointTrajectory goals for the robot-side joint trajectory action server (no ROS).
+
+``prepare`` turns a goal (plain data) into a ``FollowPlan``: the trajectory in the goal's joint
+order with velocities and accelerations filled in where the goal leaves them out, the tolerances
+in force per joint (Intera's per-mode defaults, contract §2.7, overridden by the goal's non-zero
+values) and how the loop tracks it. ``GoalError`` carries the control_msgs error code and a
+message naming the field. ``FollowMonitor`` decides, from the loop's feedback and the measured
+state, whether the path tolerance holds while the trajectory runs and when the goal is met after
+it ends.
+
+Modes (the SDK server's ``-m``) are tracking laws of the loop, all on its speed-scaled time base:
+``position_w_id`` the trajectory's positions, velocities and accelerations (inverse-dynamics
+feed-forward); ``position`` positions and velocities, no acceleration feed-forward; ``velocity``
+velocities v_des + kp·(q_des − q) integrated into the setpoint (the SDK's velocity mode is a
+P-loop without the feed-forward term; ros_controllers' velocity JTC has it).
+
+Tolerance values follow control_msgs/JointTolerance: > 0 a tolerance, 0 the default, < 0 none.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.interpolate import make_interp_spline
+
+from ..sources.trajectory import TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY
+
+# control_msgs/FollowJointTrajectoryResult error codes
+SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED, \
+    GOAL_TOLERANCE_VIOLATED = 0, -1, -2, -3, -4, -5
+ERROR_NAMES = {SUCCESSFUL: "SUCCESSFUL", INVALID_GOAL: "INVALID_GOAL", INVALID_JOINTS: "INVALID_JOINTS",
+               OLD_HEADER_TIMESTAMP: "OLD_HEADER_TIMESTAMP", PATH_TOLERANCE_VIOLATED: "PATH_TOLERANCE_VIOLATED",
+               GOAL_TOLERANCE_VIOLATED: "GOAL_TOLERANCE_VIOLATED"}
+
+MODES = {"position_w_id": TRACK_FEEDFORWARD, "position": TRACK_POSITION, "velocity": TRACK_VELOCITY}
+
+
+@dataclass(frozen=True)
+class ModeDefaults:
+    """Intera's dynamic-reconfigure defaults of the SDK server (intera_interface/cfg/*.cfg)."""
+    goal_time: float  # s the goal may take beyond the trajectory's end to be met
+    stopped_velocity: float  # rad/s every joint must be below at the goal (≤ 0: not checked)
+    goal: float  # rad, per joint (≤ 0: not checked)
+    path: float  # rad, per joint (< 0: not checked)
+    kp: float  # velocity mode's position gain, 1/s
+
+
+DEFAULTS = {
+    "position_w_id": ModeDefaults(goal_time=0.1, stopped_velocity=0.20, goal=-0.2, path=0.2, kp=2.0),
+    "position": ModeDefaults(goal_time=0.1, stopped_velocity=0.25, goal=-1.0, path=0.2, kp=2.0),
+    "velocity": ModeDefaults(goal_time=0.0, stopped_velocity=-1.0, goal=-1.0, path=-1.0, kp=2.0),
+}
+
+
+def mode_parameters(mode: str, joints) -> dict:
+    """The server's parameters (names as the SDK's dynamic reconfigure: goal_time,
+    stopped_velocity_tolerance, <joint>_goal, <joint>_trajectory, <joint>_kp) with their defaults."""
+    d = DEFAULTS[mode]
+    p = {"goal_time": d.goal_time, "stopped_velocity_tolerance": d.stopped_velocity}
+    for j in joints:
+        p[f"{j}_goal"], p[f"{j}_trajectory"], p[f"{j}_kp"] = d.goal, d.path, d.kp
+    return p
+
+
+class GoalError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Point:
+    time: float
+    positions: list
+    velocities: list
+    accelerations: list
+
+
+@dataclass
+class Tolerance:
+    name: str
+    position: float
+    velocity: float
+
+
+@dataclass
+class FollowPlan:
+    names: list  # the goal's joints, in its order
+    cols: np.ndarray  # their indices among the limb's joints
+    t: np.ndarray  # (k,) s from the start
+    q: np.ndarray  # (k, m)
+    v: np.ndarray
+    a: np.ndarray
+    path_tol: np.ndarray  # (m,) rad, inf = not checked
+    path_vel_tol: np.ndarray  # (m,) rad/s
+    goal_tol: np.ndarray
+    goal_vel_tol: np.ndarray
+    stopped_velocity: float  # rad/s, inf = not checked
+    goal_time: float  # s
+    tracking: int
+    kp: np.ndarray  # (m,) velocity tracking gain
+
+    @property
+    def duration(self) -> float:
+        return float(self.t[-1])
+
+
+def _tolerances(names, given, default, what: str, positive_off: bool):
+    """Per-joint (position, velocity) tolerances; ``default`` per joint; a goal's 0 keeps it."""
+    pos = np.array(default, float)
+    vel = np.full(len(names), np.inf)
+    index = {n: i for i, n in enumerate(names)}
+    for k, tol in enumerate(given):
+        i = index.get(tol.name)
+        if i is None:
+            raise GoalError(INVALID_JOINTS, f"{what}[{k}].name '{tol.name}' is not a joint of the trajectory")
+        for arr, value, fld in ((pos, tol.position, "position"), (vel, tol.velocity, "velocity")):
+            if not math.isfinite(value):
+                raise GoalError(INVALID_GOAL, f"{what}[{k}].{fld} is {value}")
+            if value != 0.0:
+                arr[i] = value
+    off = (pos <= 0.0) if positive_off else (pos < 0.0)
+    pos[off] = np.inf
+    vel[vel < 0.0] = np.inf
+    return pos, vel
+
+
+def fill_derivatives(t, q, v, a):
+    """Velocities/accelerations where the goal has none: positions only → a C⁴ quintic spline through
+    the points, at rest (zero velocity and acceleration) at both ends, gives the knots' velocities and
+    accelerations; velocities only → accelerations stay absent (the loop interpolates cubic Hermite).
+    Returns (v, a), either may be None."""
+    if v is None:
+        if len(t) == 1:
+            return np.zeros_like(q), np.zeros_like(q)
+        rest = [(1, np.zeros(q.shape[1])), (2, np.zeros(q.shape[1]))]
+        s = make_interp_spline(t, q, k=5, bc_type=(rest, rest), axis=0)
+        v, a = s(t, 1), s(t, 2)
+        v[[0, -1]] = a[[0, -1]] = 0.0  # exactly (the fit leaves ~1e-15)
+        return v, a
+    return v, a
+
+
+def prepare(names, points, limb_joints, current, mode: str, params: dict, path_tolerance=(), goal_tolerance=(),
+            goal_time_tolerance: float = 0.0) -> FollowPlan:
+    """Validate a goal and build its plan; ``current`` are the limb's measured positions (limb order)."""
+    names = list(names)
+    if not names:
+        raise GoalError(INVALID_JOINTS, "trajectory.joint_names is empty")
+    index = {j: i for i, j in enumerate(limb_joints)}
+    cols = []
+    for k, n in enumerate(names):
+        if n not in index:
+            raise GoalError(INVALID_JOINTS, f"trajectory.joint_names[{k}] '{n}' is not a joint of this limb "
+                                            f"({', '.join(limb_joints)})")
+        if index[n] in cols:
+            raise GoalError(INVALID_JOINTS, f"trajectory.joint_names[{k}] '{n}' appears twice")
+        cols.append(index[n])
+    if not points:
+        raise GoalError(INVALID_GOAL, "trajectory.points is empty")
+    m, k = len(names), len(points)
+    arrays = {}
+    for fld in ("positions", "velocities", "accelerations"):
+        lens = [len(getattr(p, fld)) for p in points]
+        if fld != "positions" and not any(lens):
+            arrays[fld] = None
+            continue
+        for i, n in enumerate(lens):
+            if n != m:
+                raise GoalError(INVALID_GOAL, f"trajectory.points[{i}].{fld} has {n} values for {m} joint_names"
+                                + ("" if fld == "positions" else f" (give {fld} for every point or none)"))
+        arr = np.array([getattr(p, fld) for p in points], float)
+        bad = np.argwhere(~np.isfinite(arr))
+        if len(bad):
+            i, j = bad[0]
+            raise GoalError(INVALID_GOAL, f"trajectory.points[{i}].{fld}[{j}] ({names[j]}) is {arr[i, j]}")
+        arrays[fld] = arr
+    t = np.array([p.time for p in points], float)
+    if not np.isfinite(t).all() or t[0] < 0.0 or np.any(np.diff(t) <= 0.0):
+        bad = int(np.argmax(~np.isfinite(t))) if not np.isfinite(t).all() else \
+            0 if t[0] < 0.0 else int(np.argmax(np.diff(t) <= 0.0)) + 1
+        raise GoalError(INVALID_GOAL, f"trajectory.points[{bad}].time_from_start = {t[bad]:.6g} s: times must be "
+                                      f">= 0 and strictly increasing")
+    if arrays["accelerations"] is not None and arrays["velocities"] is None:
+        raise GoalError(INVALID_GOAL, "trajectory.points have accelerations but no velocities")
+    if not math.isfinite(goal_time_tolerance) or goal_time_tolerance < 0.0:
+        raise GoalError(INVALID_GOAL, f"goal_time_tolerance is {goal_time_tolerance} s")
+    q = arrays["positions"].copy()
+    d = params
+    path_pos, path_vel = _tolerances(names, path_tolerance, [d[f"{n}_trajectory"] for n in names],
+                                     "path_tolerance", positive_off=False)
+    goal_pos, goal_vel = _tolerances(names, goal_tolerance, [d[f"{n}_goal"] for n in names], "goal_tolerance",
+                                     positive_off=True)
+    cur = np.asarray(current, float)[cols]
+    dev = np.abs(q[0] - cur)
+    # the first point must be near the arm (SDK: within |path tolerance| of each joint, checked even when
+    # the path tolerance is off); where the first point comes later than t = 0 the arm is brought there
+    # along the trajectory, but a far first point is still refused, as the SDK's server does
+    start_tol = np.abs(np.array([d[f"{n}_trajectory"] for n in names], float))
+    for tol in path_tolerance:
+        if tol.name in names and tol.position != 0.0:
+            start_tol[names.index(tol.name)] = abs(tol.position)
+    j = int(np.argmax(dev - start_tol))
+    if dev[j] > start_tol[j]:
+        raise GoalError(INVALID_GOAL, f"trajectory.points[0].positions[{j}] ({names[j]}) = {q[0, j]:.4f} rad is "
+                                      f"{dev[j]:.4f} rad from the arm's {cur[j]:.4f} rad (tolerance {start_tol[j]:.4f})")
+    if t[0] == 0.0:  # a first point at t = 0 is where the arm is (its deviation was checked just above)
+        q[0] = cur
+    v, a = arrays["velocities"], arrays["accelerations"]
+    if v is not None:  # the arm ends at rest (SDK: the last point's velocities/accelerations are forced to 0)
+        v = v.copy()
+        v[-1] = 0.0
+    if a is not None:
+        a = a.copy()
+        a[-1] = 0.0
+    v, a = fill_derivatives(t, q, v, a)
+    stopped = float(d["stopped_velocity_tolerance"])
+    return FollowPlan(names=names, cols=np.array(cols), t=t, q=q, v=v, a=a, path_tol=path_pos, path_vel_tol=path_vel,
+                      goal_tol=goal_pos, goal_vel_tol=goal_vel,
+                      stopped_velocity=stopped if stopped > 0.0 else np.inf,
+                      goal_time=goal_time_tolerance if goal_time_tolerance > 0.0 else float(d["goal_time"]),
+                      tracking=MODES[mode], kp=np.array([d[f"{n}_kp"] for n in names], float))
+
+
+class FollowMonitor:
+    """Path and goal checks of one plan (arrays in the plan's joint order)."""
+
+    def __init__(self, plan: FollowPlan):
+        self.plan = plan
+        self.path_checked = bool(np.isfinite(plan.path_tol).any() or np.isfinite(plan.path_vel_tol).any())
+
+    def path_violation(self, desired_q, actual_q, desired_v=None, actual_v=None) -> str | None:
+        """A message naming the joint whose path error reached its tolerance, else None."""
+        p = self.plan
+        err = np.abs(np.asarray(desired_q) - np.asarray(actual_q))
+        over = err >= p.path_tol
+        if over.any():
+            j = int(np.argmax(over))
+            return f"path error of {p.names[j]} is {err[j]:.4f} rad (tolerance {p.path_tol[j]:.4f} rad)"
+        if desired_v is not None and actual_v is not None:
+            verr = np.abs(np.asarray(desired_v) - np.asarray(actual_v))
+            over = verr >= p.path_vel_tol
+            if over.any():
+                j = int(np.argmax(over))
+                return f"path velocity error of {p.names[j]} is {verr[j]:.4f} rad/s (tolerance {p.path_vel_tol[j]:.4f})"
+        return None
+
+    def goal_violation(self, actual_q, actual_v) -> str | None:
+        """None when the goal is met: every joint within its goal tolerance of the last point and
+        moving slower than the stopped-velocity tolerance; else what is not met."""
+        p = self.plan
+        err = np.abs(p.q[-1] - np.asarray(actual_q))
+        over = err > p.goal_tol
+        if over.any():
+            j = int(np.argmax(over))
+            return f"goal error of {p.names[j]} is {err[j]:.4f} rad (tolerance {p.goal_tol[j]:.4f} rad)"
+        speed = np.abs(np.asarray(actual_v))
+        over = (speed > p.stopped_velocity) | (speed > p.goal_vel_tol)
+        if over.any():
+            j = int(np.argmax(over))
+            lim = min(p.stopped_velocity, p.goal_vel_tol[j])
+            return f"{p.names[j]} still moves at {speed[j]:.4f} rad/s at the goal (tolerance {lim:.4f} rad/s)"
+        return None

@@ -1,0 +1,141 @@
+"""FollowJointTrajectory goals (trajectory.follow): validation with error codes, tolerances per mode,
+filled-in derivatives, path and goal checks. No ROS."""
+import numpy as np
+import pytest
+
+from intera_compat.sources import trajectory as T
+from intera_compat.trajectory import follow as F
+
+ARM = [f"right_j{i}" for i in range(7)]
+Q0 = np.array([0.0, -0.9, 0.0, 1.6, 0.0, 0.8, 1.7])
+
+
+def pts(times, positions, velocities=None, accelerations=None):
+    k = len(times)
+    return [F.Point(times[i], list(positions[i]), [] if velocities is None else list(velocities[i]),
+                    [] if accelerations is None else list(accelerations[i])) for i in range(k)]
+
+
+def plan(names, points, mode="position_w_id", current=Q0, **kw):
+    return F.prepare(names, points, ARM, current, mode, F.mode_parameters(mode, ARM), **kw)
+
+
+def err(names, points, **kw):
+    with pytest.raises(F.GoalError) as e:
+        plan(names, points, **kw)
+    return e.value.code, str(e.value)
+
+
+def test_bad_goals_get_their_error_code_and_a_message_naming_the_field():
+    good = pts([0.0, 1.0], [Q0, Q0 + 0.1])
+    code, msg = err(ARM[:6] + ["elbow"], good)
+    assert code == F.INVALID_JOINTS and "joint_names[6] 'elbow'" in msg
+    code, msg = err(ARM[:6] + ["right_j0"], good)
+    assert code == F.INVALID_JOINTS and "appears twice" in msg
+    assert err(ARM, [])[0] == F.INVALID_GOAL
+    assert err([], good)[0] == F.INVALID_JOINTS
+    code, msg = err(ARM, pts([0.0, 1.0], [Q0, list(Q0[:6])]))
+    assert code == F.INVALID_GOAL and "points[1].positions has 6 values" in msg
+    bad = (Q0 + 0.1).copy()
+    bad[3] = np.nan
+    code, msg = err(ARM, pts([0.0, 1.0], [Q0, bad]))
+    assert code == F.INVALID_GOAL and "points[1].positions[3] (right_j3) is nan" in msg
+    code, msg = err(ARM, pts([0.0, 1.0, 1.0], [Q0, Q0, Q0]))
+    assert code == F.INVALID_GOAL and "points[2].time_from_start" in msg
+    code, msg = err(ARM, pts([0.0, 1.0], [Q0, Q0], accelerations=[Q0 * 0, Q0 * 0]))
+    assert code == F.INVALID_GOAL and "no velocities" in msg
+    missing = pts([0.0, 1.0], [Q0, Q0], velocities=[Q0 * 0, Q0 * 0])
+    missing[1].velocities = []
+    code, msg = err(ARM, missing)
+    assert code == F.INVALID_GOAL and "points[1].velocities has 0 values" in msg
+    code, msg = err(ARM, good, goal_time_tolerance=-1.0)
+    assert code == F.INVALID_GOAL and "goal_time_tolerance" in msg
+
+
+def test_first_point_farther_than_the_path_tolerance_is_invalid_even_when_it_comes_later():
+    far = Q0.copy()
+    far[5] += 0.25  # position_w_id path tolerance 0.2
+    for t0 in (0.0, 2.0):
+        code, msg = err(ARM, pts([t0, t0 + 1.0], [far, far]))
+        assert code == F.INVALID_GOAL and "positions[5] (right_j5)" in msg and "0.2500 rad from the arm" in msg
+    # a goal's own path tolerance widens it; velocity mode (path tolerance off = -1) allows |−1| rad
+    tol = [F.Tolerance("right_j5", 0.3, 0.0)]
+    assert plan(ARM, pts([2.0], [far]), path_tolerance=tol).q[0, 5] == far[5]
+    assert plan(ARM, pts([2.0], [far]), mode="velocity").q[0, 5] == far[5]
+
+
+def test_a_first_point_at_time_zero_is_where_the_arm_is_and_the_end_is_at_rest():
+    start = Q0 + 0.01
+    p = plan(ARM, pts([0.0, 1.0, 2.0], [start, Q0 + 0.3, Q0 + 0.5], velocities=[Q0 * 0, Q0 * 0 + 0.2, Q0 * 0 + 0.4],
+                      accelerations=[Q0 * 0, Q0 * 0 + 0.1, Q0 * 0 + 0.3]))
+    assert p.q[0] == pytest.approx(Q0)  # the arm's position replaces the (near) first point
+    assert not p.v[-1].any() and not p.a[-1].any()  # forced to rest as the SDK does
+    assert p.v[1] == pytest.approx(0.2) and p.a[1] == pytest.approx(0.1)
+
+
+def test_positions_only_get_a_smooth_spline_through_every_point_at_rest_at_both_ends():
+    t = np.array([0.0, 1.0, 2.5, 4.0])
+    q = Q0 + np.outer([0.0, 0.2, -0.1, 0.3], np.ones(7))
+    p = plan(ARM, pts(t, q))
+    assert p.v.shape == (4, 7) and p.a.shape == (4, 7)
+    assert not p.v[0].any() and not p.a[0].any() and not p.v[-1].any() and not p.a[-1].any()
+    assert np.abs(p.v[1:3]).min() > 1e-3  # it moves through the interior points
+    # the loop's quintic Hermite through (q, v, a) is that spline: C² across every knot
+    from intera_compat.trajectory.spline import KnotTrajectory
+    tr = KnotTrajectory(7, 10)
+    tr.load(p.t, p.q, p.v, p.a, 5)
+    out = [np.zeros(7) for _ in range(3)]
+    for knot in t[1:-1]:
+        sides = []
+        for tau in (knot - 1e-7, knot + 1e-7):
+            tr.sample(tau, *out)
+            sides.append([o.copy() for o in out])
+        for d in range(3):
+            assert sides[0][d] == pytest.approx(sides[1][d], abs=1e-4)
+
+
+def test_partial_reordered_joint_sets_keep_the_goal_order():
+    names = ["right_j3", "right_j0"]
+    p = plan(names, pts([1.0], [[Q0[3] + 0.1, Q0[0] - 0.1]]))
+    assert p.names == names and list(p.cols) == [3, 0]
+    assert p.q[0] == pytest.approx([Q0[3] + 0.1, Q0[0] - 0.1])
+
+
+@pytest.mark.parametrize("mode, path, goal, stopped, goal_time, tracking", [
+    ("position_w_id", 0.2, np.inf, 0.2, 0.1, T.TRACK_FEEDFORWARD),
+    ("position", 0.2, np.inf, 0.25, 0.1, T.TRACK_POSITION),
+    ("velocity", np.inf, np.inf, np.inf, 0.0, T.TRACK_VELOCITY),
+])
+def test_intera_default_tolerances_per_mode(mode, path, goal, stopped, goal_time, tracking):
+    p = plan(ARM, pts([1.0], [Q0]), mode=mode)
+    assert (p.path_tol == path).all() and (p.goal_tol == goal).all()
+    assert p.stopped_velocity == stopped and p.goal_time == goal_time and p.tracking == tracking
+    assert (p.kp == 2.0).all()
+
+
+def test_goal_tolerances_override_the_defaults_zero_keeps_them_negative_turns_them_off():
+    path = [F.Tolerance("right_j1", 0.05, 0.0), F.Tolerance("right_j2", 0.0, 0.0), F.Tolerance("right_j3", -1, 0.5)]
+    goal = [F.Tolerance("right_j4", 0.01, 0.02)]
+    p = plan(ARM, pts([1.0], [Q0]), path_tolerance=path, goal_tolerance=goal, goal_time_tolerance=0.5)
+    assert p.path_tol[1] == 0.05 and p.path_tol[2] == 0.2 and p.path_tol[3] == np.inf and p.path_vel_tol[3] == 0.5
+    assert p.goal_tol[4] == 0.01 and p.goal_vel_tol[4] == 0.02 and p.goal_tol[0] == np.inf and p.goal_time == 0.5
+    code, msg = err(ARM, pts([1.0], [Q0]), goal_tolerance=[F.Tolerance("right_j9", 0.1, 0.0)])
+    assert code == F.INVALID_JOINTS and "goal_tolerance[0].name 'right_j9'" in msg
+
+
+def test_monitor_reports_path_and_goal_violations_by_joint():
+    goal = [F.Tolerance("right_j6", 0.01, 0.0)]
+    p = plan(ARM, pts([1.0], [Q0 + 0.1]), goal_tolerance=goal)
+    m = F.FollowMonitor(p)
+    assert m.path_violation(Q0, Q0 + 0.19) is None
+    off = Q0.copy()
+    off[2] += 0.2
+    assert "path error of right_j2 is 0.2000 rad" in m.path_violation(Q0, off)
+    end = p.q[-1]
+    assert m.goal_violation(end, np.zeros(7)) is None
+    near = end.copy()
+    near[6] += 0.02
+    assert "goal error of right_j6" in m.goal_violation(near, np.zeros(7))
+    moving = np.zeros(7)
+    moving[1] = 0.3
+    assert "right_j1 still moves at 0.3000 rad/s" in m.goal_violation(end, moving)

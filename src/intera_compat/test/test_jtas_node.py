@@ -1,0 +1,228 @@
+"""The robot-side joint trajectory action server (/robot/limb/right/follow_joint_trajectory) on the sim:
+every mode, every error code, preemption, cancel, start time, speed-override pause and resume."""
+import importlib.util
+import json
+import time
+
+import actionlib
+import numpy as np
+import pytest
+import rospy
+from actionlib_msgs.msg import GoalStatus
+from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult, \
+    JointTolerance
+from intera_core_msgs.msg import IOComponentCommand
+from ros_helpers import ARM, Latest, arm_positions, publisher, wait_for
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+pytestmark = pytest.mark.node
+R = FollowJointTrajectoryResult
+NS = "/robot/limb/right/follow_joint_trajectory"
+
+
+@pytest.fixture(params=["position_w_id"])
+def jtas(request, launch):
+    """The sim with its JTAS in ``request.param`` mode; yields (client, joint_states)."""
+    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", f"jtas_mode:={request.param}",
+           log_name="sim.log")
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(30)
+    client = actionlib.SimpleActionClient(NS, FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    yield client, js
+    js.close()
+
+
+def goal(names, times, positions, velocities=None, accelerations=None, stamp=0.0, **kw):
+    g = FollowJointTrajectoryGoal(**kw)
+    g.trajectory.joint_names = list(names)
+    g.trajectory.header.stamp = rospy.Time.from_sec(stamp)
+    for i, t in enumerate(times):
+        p = JointTrajectoryPoint(positions=list(positions[i]), time_from_start=rospy.Duration.from_sec(t))
+        if velocities is not None:
+            p.velocities = list(velocities[i])
+        if accelerations is not None:
+            p.accelerations = list(accelerations[i])
+        g.trajectory.points.append(p)
+    return g
+
+
+def run(client, g, timeout=30.0, feedback=None):
+    client.send_goal(g, feedback_cb=None if feedback is None else feedback.append)
+    assert client.wait_for_result(rospy.Duration(timeout))
+    return client.get_state(), client.get_result()
+
+
+def min_jerk(q0, q1, duration, k):
+    t = np.linspace(0.0, duration, k)
+    s = t / duration
+    d = q1 - q0
+    p = 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5
+    dp = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration
+    ddp = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2
+    return t, q0 + np.outer(p, d), np.outer(dp, d), np.outer(ddp, d)
+
+
+@pytest.mark.parametrize("jtas", ["position_w_id", "position", "velocity"], indirect=True)
+def test_client_and_moveit_shaped_trajectories_succeed_in_each_mode(jtas, request):
+    client, js = jtas
+    mode = request.node.callspec.params["jtas"]
+    q0 = arm_positions(js)
+    # joint_trajectory_client.py's shape: positions only, the current angles at 0 and 1 s, then scaled angles
+    times = [0.0, 1.0, 3.0, 5.0, 7.0]
+    shape = [q0, q0, q0 * 0.9, q0 * 0.8, q0]
+    feedback = []
+    state, res = run(client, goal(ARM, times, shape), feedback=feedback)
+    assert (state, res.error_code, res.error_string) == (GoalStatus.SUCCEEDED, R.SUCCESSFUL, "")
+    assert np.abs(arm_positions(js) - q0).max() < 0.01
+    fb = feedback[len(feedback) // 2]
+    assert fb.joint_names == ARM and len(fb.desired.positions) == len(fb.actual.positions) == len(fb.error.positions) == 7
+    assert np.allclose(fb.error.positions, np.subtract(fb.desired.positions, fb.actual.positions))
+    stamps = [f.desired.time_from_start.to_sec() for f in feedback]
+    assert stamps[-1] > 6.5 and all(b >= a for a, b in zip(stamps, stamps[1:])) and len(feedback) > 300
+    worst = max(np.abs(f.error.positions).max() for f in feedback)
+    assert worst < (0.01 if mode == "position_w_id" else 0.05)
+    # MoveIt's shape: positions, velocities, accelerations at many points; joints in another order
+    q1 = q0 + np.array([0.3, -0.2, 0.25, 0.3, -0.3, 0.2, 0.5])
+    t, q, v, a = min_jerk(q0, q1, 2.5, 40)
+    order = [3, 0, 6, 1, 5, 2, 4]
+    state, res = run(client, goal([ARM[i] for i in order], t, q[:, order], v[:, order], a[:, order]))
+    assert (state, res.error_code) == (GoalStatus.SUCCEEDED, R.SUCCESSFUL), res.error_string
+    assert np.abs(arm_positions(js) - q1).max() < 0.01
+
+
+def test_every_error_code_with_its_message(jtas):
+    client, js = jtas
+    q0 = arm_positions(js)
+    target = q0 + np.array([0.3, 0, 0, 0.3, 0, 0, 0])
+
+    state, res = run(client, goal(ARM[:6] + ["right_j9"], [0.0, 1.0], [q0, target]))
+    assert (state, res.error_code) == (GoalStatus.ABORTED, R.INVALID_JOINTS) and "'right_j9'" in res.error_string
+    state, res = run(client, goal(ARM, [], []))
+    assert (state, res.error_code) == (GoalStatus.ABORTED, R.INVALID_GOAL) and "points is empty" in res.error_string
+    far = q0.copy()
+    far[0] += 0.5
+    state, res = run(client, goal(ARM, [0.0, 1.0], [far, far]))
+    assert res.error_code == R.INVALID_GOAL and "(right_j0)" in res.error_string and "from the arm" in res.error_string
+    state, res = run(client, goal(ARM, [0.0, 1.0], [q0, target], stamp=rospy.get_time() - 100.0))
+    assert res.error_code == R.OLD_HEADER_TIMESTAMP and "header.stamp" in res.error_string
+    state, res = run(client, goal(ARM, [0.0, 0.05], [q0, target]))  # far too fast for the joints
+    assert res.error_code == R.INVALID_GOAL and "exceeds the limit" in res.error_string
+    assert np.abs(arm_positions(js) - q0).max() < 0.01  # none of these moved the arm
+
+    tight = [JointTolerance(name="right_j3", position=1e-5)]
+    state, res = run(client, goal(ARM, [0.0, 1.5], [q0, target], path_tolerance=tight))
+    assert (state, res.error_code) == (GoalStatus.ABORTED, R.PATH_TOLERANCE_VIOLATED)
+    assert "path error of right_j3" in res.error_string
+    assert wait_for(lambda: np.abs(js.msg.velocity[:7]).max() < 0.02, 3)  # stopped, not at the target
+    assert np.abs(arm_positions(js) - target).max() > 0.1
+
+    exact = [JointTolerance(name="right_j0", position=1e-12)]
+    q0 = arm_positions(js)
+    state, res = run(client, goal(ARM, [0.0, 1.0], [q0, q0 + 0.05], goal_tolerance=exact, goal_time_tolerance=rospy.Duration(0.01)))
+    assert (state, res.error_code) == (GoalStatus.ABORTED, R.GOAL_TOLERANCE_VIOLATED)
+    assert "goal error of right_j0" in res.error_string
+
+    # disabled mid-motion: the loop stops the arm, the goal ends PATH_TOLERANCE_VIOLATED saying why
+    enable = publisher("/robot/set_super_enable", Bool)
+    q0 = arm_positions(js)
+    client.send_goal(goal(ARM, [0.0, 2.0], [q0, q0 + np.array([0, 0, 0, 0.3, 0, 0, 0])]))
+    time.sleep(0.7)
+    enable.publish(Bool(False))
+    assert client.wait_for_result(rospy.Duration(10))
+    res = client.get_result()
+    assert res.error_code == R.PATH_TOLERANCE_VIOLATED and "disabled" in res.error_string
+    enable.publish(Bool(True))
+    assert wait_for(lambda: rospy.wait_for_message("/robot/state", rospy.AnyMsg, 5) is not None, 5)
+    time.sleep(1.0)
+    # the cuff squeezed mid-motion: zero-G takes the arm
+    q0 = arm_positions(js)
+    press = publisher("/robot/sim/io/cuff", IOComponentCommand)
+    client.send_goal(goal(ARM, [0.0, 2.0], [q0, q0 + np.array([0, 0, 0, -0.3, 0, 0, 0])]))
+    time.sleep(0.7)
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [1]}}})))
+    assert client.wait_for_result(rospy.Duration(10))
+    res = client.get_result()
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [0]}}})))
+    assert res.error_code == R.PATH_TOLERANCE_VIOLATED and "zero-G" in res.error_string
+
+
+def test_start_time_preemption_and_cancel_stop_smoothly(jtas):
+    client, js = jtas
+    q0 = arm_positions(js)
+    a = q0 + np.array([0.4, 0, 0, 0.4, 0, 0, 0.4])
+    # a start time 1 s ahead: nothing moves before it
+    start = rospy.get_time() + 1.0
+    client.send_goal(goal(ARM, [0.0, 1.0], [q0, a], stamp=start))
+    time.sleep(0.6)
+    assert np.abs(arm_positions(js) - q0).max() < 1e-3
+    assert client.wait_for_result(rospy.Duration(10)) and client.get_result().error_code == R.SUCCESSFUL
+    assert rospy.get_time() - start > 0.95
+    # a new goal mid-motion: the running one stops on its path (preempted), then the new one runs
+    peak = [0.0]
+    sub = rospy.Subscriber("/robot/joint_states", JointState,
+                           lambda m: peak.__setitem__(0, max(peak[0], np.abs(m.velocity[:7]).max())))
+    first = actionlib.SimpleActionClient(NS, FollowJointTrajectoryAction)
+    assert first.wait_for_server(rospy.Duration(5))
+    first.send_goal(goal(ARM, [0.0, 3.0], [a, q0]))
+    time.sleep(1.5)
+    b = q0 + np.array([0.2, 0.1, 0, 0.2, 0, 0, 0.8])
+    state, res = run(client, goal(ARM, [0.0, 2.5], [arm_positions(js), b]))
+    assert (state, res.error_code) == (GoalStatus.SUCCEEDED, R.SUCCESSFUL), res.error_string
+    assert first.get_state() == GoalStatus.PREEMPTED and "stopped on its path" in first.get_result().error_string
+    assert np.abs(arm_positions(js) - b).max() < 0.01
+    assert peak[0] < 1.5  # no jump at the switch (the moves themselves stay below ~0.6 rad/s)
+    # cancel: preempted, the arm comes to rest between start and target
+    client.send_goal(goal(ARM, [0.0, 2.0], [b, q0]))
+    time.sleep(0.8)
+    client.cancel_goal()
+    assert client.wait_for_result(rospy.Duration(10)) and client.get_state() == GoalStatus.PREEMPTED
+    assert wait_for(lambda: np.abs(js.msg.velocity[:7]).max() < 0.01, 3)
+    here = arm_positions(js)
+    assert np.abs(here - b).max() > 0.05 and np.abs(here - q0).max() > 0.05
+    sub.unregister()
+
+
+def test_a_speed_override_of_zero_pauses_the_goal_and_one_resumes_it(jtas):
+    client, js = jtas
+    q0 = arm_positions(js)
+    target = q0 + np.array([0.5, 0, 0, 0.3, 0, 0, 0.6])
+    override = publisher("/realtime_loop/speed_override", Float64)
+    feedback = []
+    t0 = time.time()
+    client.send_goal(goal(ARM, [0.0, 3.0], [q0, target]), feedback_cb=feedback.append)
+    time.sleep(1.0)
+    override.publish(Float64(0.0))
+    time.sleep(1.0)  # it slows along the path and holds
+    paused = feedback[-1].desired.time_from_start.to_sec()
+    held = arm_positions(js)
+    time.sleep(2.0)
+    assert client.get_state() == GoalStatus.ACTIVE  # slowed, not aborted
+    assert feedback[-1].desired.time_from_start.to_sec() == pytest.approx(paused, abs=1e-6)
+    assert np.abs(arm_positions(js) - held).max() < 2e-3 and 0.5 < paused < 2.5
+    override.publish(Float64(1.0))
+    assert client.wait_for_result(rospy.Duration(10))
+    assert client.get_result().error_code == R.SUCCESSFUL and time.time() - t0 > 5.0
+    assert np.abs(arm_positions(js) - target).max() < 0.01
+
+
+@pytest.mark.skipif(importlib.util.find_spec("intera_interface") is None,
+                    reason="Intera SDK not built here: clone RethinkRobotics/intera_sdk into src/ and run "
+                           "./setup.sh --with-sdk")
+@pytest.mark.parametrize("mode", ["position_w_id", "position"])
+def test_the_sdks_own_streaming_jtas_drives_the_sim(launch, mode):
+    """intera_interface's joint_trajectory_action_server.py (a client-side server streaming JointCommands)."""
+    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", "jtas:=false", log_name="sim.log")
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(30)
+    launch("rosrun", "intera_interface", "joint_trajectory_action_server.py", "-m", mode, log_name="sdk_jtas.log")
+    client = actionlib.SimpleActionClient(NS, FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    q0 = arm_positions(js)
+    # joint_trajectory_client.py's shape, shorter
+    state, res = run(client, goal(ARM, [0.0, 1.0, 4.0, 7.0], [q0, q0, q0 * 0.9, q0]))
+    assert (state, res.error_code) == (GoalStatus.SUCCEEDED, R.SUCCESSFUL)
+    assert np.abs(arm_positions(js) - q0).max() < 0.02
+    js.close()
