@@ -11,7 +11,7 @@ velocities and accelerations, within 80 % of the velocity and acceleration limit
   (the server's feedback: the loop's sample and the measured position of the same cycle).
 * ``jtas_success_pct``: goals of position_w_id that ended SUCCESSFUL (the other modes' in the table).
 * ``jtas_overrun_pct``: (wall time from sending the goal to its result − the trajectory's duration) /
-  duration, mean over position_w_id goals (``jtas_overrun_pct_max``: the largest).
+  duration, mean over the position_w_id goals that succeeded (``jtas_overrun_pct_max``: the largest).
 * ``probe_sleep_late_max_ms``: beside it, in this process, the largest overshoot of a 2 ms sleep
   (the VM's stalls, which show in the overrun too).
 
@@ -110,9 +110,11 @@ def run_mode(port, mode, count, rng, limits):
             else:
                 print(f"  {mode} goal {i}: error {res.error_code} {res.error_string}", file=sys.stderr)
             errs.append(worst[0])
-            overruns.append(100.0 * (took - t[-1]) / t[-1])
+            if res.error_code == FollowJointTrajectoryResult.SUCCESSFUL:  # an aborted goal ends early
+                overruns.append(100.0 * (took - t[-1]) / t[-1])
         return dict(err=max(errs), err_mean=float(np.mean(errs)), success=100.0 * ok / count,
-                    over=float(np.mean(overruns)), over_max=max(overruns), codes=codes)
+                    over=float(np.mean(overruns)) if overruns else float("nan"),
+                    over_max=max(overruns, default=float("nan")), codes=codes)
     finally:
         stop(stack)
 

@@ -61,7 +61,7 @@ class JointTrajectoryActionServer:
         self._q = self._v = None
         self._js_time = 0.0
         rospy.Subscriber("/robot/joint_states", JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
-        keepalive = float(cfg.control.get("trajectory_keepalive_timeout", 0.03))
+        keepalive = float(cfg.control.get("trajectory_keepalive_timeout", 0.1))
         self.loop = LoopTrajectory(ns, keepalive_timeout=keepalive)
         if not self.loop.wait_for_server(60.0):
             raise RuntimeError(f"no ExecuteTrajectory server on {ns}/execute_trajectory (is the realtime loop up?)")

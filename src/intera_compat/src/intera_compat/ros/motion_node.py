@@ -92,7 +92,7 @@ class MotionControllerNode:
         self.n = len(self.arm)
         self.all_joints = cfg.all_joints
         L = f"/robot/limb/{cfg.limb}"
-        keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.03)))
+        keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.1)))
         self.loop = LoopTrajectory(L, keepalive_timeout=keepalive)
         self.lock = threading.Condition()
         self.pending = None  # the next goal handle to serve
