@@ -7,7 +7,7 @@ from intera_compat.config import load_config
 from intera_compat.hardware.sim import SimBackend
 from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_SAFETY_ESTOP, MSG_SUPPRESS, POSITION_MODE,
                                        SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
-                                       TRAJECTORY_MODE, VELOCITY_MODE)
+                                       SUPPRESS_GRAVITY, SUPPRESS_KEYS, TRAJECTORY_MODE, VELOCITY_MODE)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.safety.collision_avoidance import PairDistances
@@ -353,6 +353,53 @@ def test_suppress_cuff_interaction_keeps_the_controller():
     assert np.abs(L.arm_q - q0).max() < 0.02  # still position-controlled
     L.run(0.3)  # the suppression lapses while the cuff is still squeezed: zero-G
     assert L.cycle.arbiter.active is L.cycle.zero_g
+
+
+@pytest.mark.parametrize("hold", ["cuff", "safety_estop"])
+def test_gravity_suppression_cannot_make_a_held_arm_limp(hold):
+    # a torque client streaming suppress_gravity_compensation while zero-G or the E-stop holds the arm: the
+    # hold keeps gravity compensation (0 Nm would let the arm fall, with detection off in zero-G)
+    L = started()
+    L.event(MSG_CUFF, 1) if hold == "cuff" else L.event(MSG_SAFETY_ESTOP, 1)
+    L.run(0.05)
+    assert L.cycle.arbiter.active is (L.cycle.zero_g if hold == "cuff" else L.cycle.estop_hold)
+    q0 = L.arm_q
+    L.run(0.6, keep(L, MSG_SUPPRESS, SUPPRESS_GRAVITY), period=0.02)
+    assert np.abs(L.arm_q - q0).max() < 0.02  # (suppressed, the arm sags > 0.05 rad in 0.3 s)
+    assert L.state.local.gravity_suppressed[0] == 0.0
+
+
+def on_of(L, key) -> bool:
+    """Whether the safety function that ``key`` suppresses is on in this cycle."""
+    c = L.cycle
+    return {SUPPRESS_CONTACT_SAFETY: c.ctx.detection, SUPPRESS_COLLISION_AVOIDANCE: c.ctx.avoidance,
+            SUPPRESS_CUFF: c.zero_g.allowed, SUPPRESS_GRAVITY: L.state.local.gravity_suppressed[0] == 0.0}[key]
+
+
+@pytest.mark.parametrize("key", range(len(SUPPRESS_KEYS)), ids=SUPPRESS_KEYS)
+def test_suppression_holds_only_while_messages_come_faster_than_5_hz(key):
+    L = started()
+    dt = L.dt
+
+    def cycles(seconds, period=None):
+        """Step, sending the suppression every ``period``; whether the function was on, per cycle."""
+        out = []
+        for k in range(int(round(seconds / dt))):
+            if period is not None and k % int(round(period / dt)) == 0:
+                L.event(MSG_SUPPRESS, key)
+            L.step()
+            out.append(on_of(L, key))
+        return np.array(out)
+
+    assert cycles(0.3).all()
+    assert cycles(0.3, period=1.0).all()  # a single message suppresses nothing
+    assert cycles(1.0, period=0.25).all()  # nor does a 4 Hz stream
+    on = cycles(0.5, period=0.1)  # a 10 Hz stream: off from its second message on
+    first_off = int(np.argmin(on))
+    assert not on[first_off] and first_off <= int(round(0.1 / dt)) + 1 and not on[first_off:].any()
+    # the last message was read by the cycle at 0.4 s of that run: off until just before 0.2 s later, on after
+    on = cycles(0.3)
+    assert not on[:int(round(0.09 / dt))].any() and on[int(round(0.11 / dt)):].all()
 
 
 def test_zero_g_ends_a_whole_trajectory_with_its_reason():

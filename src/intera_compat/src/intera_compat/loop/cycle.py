@@ -150,7 +150,9 @@ class LoopCycle:
         self._c_vel, self._c_acc, self._c_eff = m[1 + 2 * n:1 + 3 * n], m[1 + 3 * n:1 + 4 * n], m[1 + 4 * n:1 + 5 * n]
         self._mask = np.zeros(n, dtype=bool)
         self._out = np.zeros(4)
+        # the last two arrivals per suppression topic: one holds only while they come faster than 5 Hz
         self.suppress_time = [-1e9] * len(SUPPRESS_KEYS)
+        self.suppress_prev = [-2e9] * len(SUPPRESS_KEYS)
         self.bypass_until = -1.0  # loop time at which the safety bypass ends
         self._bypass_was = False
         self._zero_g_was = False
@@ -189,7 +191,11 @@ class LoopCycle:
 
     # ---- intake -------------------------------------------------------------------------
     def suppressed(self, key: int) -> bool:
-        return self.now - self.suppress_time[key] < self.suppress_timeout
+        """True while the topic's messages keep arriving at more than 1/``suppress_timeout`` (5 Hz): the last
+        two came less than the timeout apart and the last less than the timeout ago (a single message, or a
+        slower stream, suppresses nothing)."""
+        last = self.suppress_time[key]
+        return self.now - last < self.suppress_timeout and last - self.suppress_prev[key] < self.suppress_timeout
 
     @property
     def robot_active(self) -> bool:
@@ -255,7 +261,8 @@ class LoopCycle:
                 self._command(now)
                 n_cmd += 1
             elif kind == MSG_SUPPRESS:
-                self.suppress_time[int(msg[0])] = now
+                key = int(msg[0])
+                self.suppress_prev[key], self.suppress_time[key] = self.suppress_time[key], now
             elif kind == MSG_ENABLE:
                 robot.set_enable(msg[0] > 0.5)
             elif kind == MSG_STOP:
@@ -358,7 +365,9 @@ class LoopCycle:
             self._narrow()
         if not self.robot_active or self.arbiter.active in self._measured_handover:
             self._admit_measured()  # (only where the arm is held as it is; never under a source driving it)
-        ctx.avoidance = not (self.suppressed(SUPPRESS_COLLISION_AVOIDANCE) or self.bypass or self.estop_hold.on)
+        on = not (self.suppressed(SUPPRESS_COLLISION_AVOIDANCE) or self.bypass or self.estop_hold.on)
+        if on != ctx.avoidance:
+            ctx.avoidance, self.safety_changed = on, True
         zg = self.zero_g
         zg.allowed = not self.suppressed(SUPPRESS_CUFF)
         if zg.engaged() != self._zero_g_was:
@@ -367,7 +376,9 @@ class LoopCycle:
             if self._zero_g_was:  # zero-G takes the arm: a trajectory ends; on release the arm holds where it was left
                 self._safety_stop(R_ZERO_G, resume=False)
         # a hand on the cuff is not a collision
-        ctx.detection = not (self.suppressed(SUPPRESS_CONTACT_SAFETY) or zg.engaged())
+        on = not (self.suppressed(SUPPRESS_CONTACT_SAFETY) or zg.engaged())
+        if on != ctx.detection:
+            ctx.detection, self.safety_changed = on, True
         det = self.detection
         if det is not None:
             if det.tripped:
@@ -432,7 +443,9 @@ class LoopCycle:
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
                                          or before is self.torque):
             chain.reset(hw, sp)  # brakes and torque-driven joints hand over the measured state, not a reference
-        sp.gravity = not self.suppressed(SUPPRESS_GRAVITY)
+        # (never under the overrides that hold the arm as it is — zero-G, E-stop and collision holds, brakes: a
+        # torque client's suppression stream would leave the arm limp there)
+        sp.gravity = not self.suppressed(SUPPRESS_GRAVITY) or arb.active in self._measured_handover
         self.ctx.trajectory = arb.active is self.stream or arb.active is self.trajectory
         joint = -1
         if code:

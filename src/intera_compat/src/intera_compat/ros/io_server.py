@@ -92,7 +92,9 @@ class IODeviceServer:
                          for s in d.signals.values()],
                 commands=[rospy.Time(secs, nsecs) for (secs, nsecs), _ in d.commands],
                 responses=[err for _, err in d.commands])
-        self.pub_state.publish(st)
+            # (published under the lock: three threads publish, and a state built earlier must not go out after a
+            # newer one — clients drop only a repeated time, so they would take the older state; publish queues)
+            self.pub_state.publish(st)
 
 
 class IONodeServer:

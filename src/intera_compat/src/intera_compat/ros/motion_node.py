@@ -36,7 +36,6 @@ GENERAL_TRAJECTORY_FAILURE = MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
 # MotionCommandGoal.MOTION_GENERATE is "generate  # Generate path, but do not run" (a string constant keeps its
 # comment on the wire); clients send "generate"
 GENERATE = ("generate", MotionCommandGoal.MOTION_GENERATE)
-SUPPRESS_PERIOD = 0.2  # s: suppress_collision_avoidance counts while it arrives faster than 5 Hz
 STATE_TIMEOUT = 0.5  # s: no arm state (gravity_compensation_torques, a fixed 100 Hz) for this long: not running
 REST_SPEED = 1e-3  # rad/s: the loop's setpoint counts as at rest below this on every joint
 REST_WAIT = 2.0  # s: how long a start waits for the arm to come to rest before refusing
@@ -104,7 +103,10 @@ class MotionControllerNode:
         self.sea = None  # latest arm state (setpoint and measured) and its arrival time
         self.sea_time = 0.0
         self.robot_state = None
-        self.suppress_times = [-1.0, -1.0]
+        # suppress_collision_avoidance counts while it arrives faster than 1/suppress_timeout (5 Hz), on the loop's
+        # clock (rospy time: the loop's time under use_sim_time) and by the loop's rule (LoopCycle.suppressed)
+        self.suppress_period = float(cfg.control.get("suppress_timeout", 0.2))
+        self.suppress_times = [-1e9, -1e9]
         self.tracking: Tracking | None = None
         self.status = MotionStatus(motion_status=MotionStatus.MOTION_IDLE)
         rospy.Subscriber("/robot/joint_states", JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
@@ -141,12 +143,11 @@ class MotionControllerNode:
             tr.sample(msg.commanded_position, msg.actual_position, msg.commanded_velocity, msg.actual_velocity)
 
     def _on_suppress(self, _msg) -> None:
-        self.suppress_times = [self.suppress_times[1], time.monotonic()]
+        self.suppress_times = [self.suppress_times[1], rospy.get_time()]
 
     def collision_check_suppressed(self) -> bool:
         a, b = self.suppress_times
-        now = time.monotonic()
-        return a > 0.0 and b - a < SUPPRESS_PERIOD and now - b < SUPPRESS_PERIOD
+        return b - a < self.suppress_period and rospy.get_time() - b < self.suppress_period
 
     # ---- action server callbacks ---------------------------------------------------------------
     def _on_goal(self, gh) -> None:

@@ -50,6 +50,7 @@ SUPPRESS_TOPICS = {
     "suppress_contact_safety": SUPPRESS_CONTACT_SAFETY,
     "suppress_cuff_interaction": SUPPRESS_CUFF,
 }
+EVENT_PATIENCE = 0.1  # s: how long an enable / E-stop / bypass / cuff event waits for room in a full ring
 
 
 def _percentile(hist: np.ndarray, p: float) -> float:
@@ -103,7 +104,8 @@ class RealtimeLoopNode:
         self._make_subscribers()
         self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}")
         # IO node "robot" (cuff, navigator, lights), in this process like on the robot; the sim presses its buttons
-        self._cuff = False
+        self._cuff = False  # the level last given to the loop
+        self._cuff_lock = threading.Lock()
         self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
                                sim=rospy.get_param("~backend", "sim") == "sim")
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
@@ -161,33 +163,51 @@ class RealtimeLoopNode:
             rospy.Subscriber(f"{L}/{topic}", Empty, lambda _, k=key: self._event(MSG_SUPPRESS, k), queue_size=1,
                              tcp_nodelay=True)
         rospy.Service("/robot/sim/set_estop", SetBool, self._on_estop)
-        rospy.Subscriber("~safety_estop", Bool, lambda m: self._event(MSG_SAFETY_ESTOP, 1.0 if m.data else 0.0),
-                         queue_size=10)
+        rospy.Subscriber("~safety_estop", Bool, self._on_safety_estop, queue_size=10)
         rospy.Service("~bypass_safety_checks", SetBool, self._on_bypass)
 
     # ---------------------------------------------------------------- listeners (store only)
-    def _event(self, kind: int, value: float = 0.0) -> None:
-        if not self.channel.post(kind, (value,)):
-            rospy.logerr_throttle(1.0, "realtime loop command ring full: event dropped (is the loop running?)")
+    def _event(self, kind: int, value: float = 0.0, patience: float = 0.0) -> bool:
+        """Post an event to the loop; a full ring (whole trajectories share it, the loop drains it every cycle)
+        is retried for ``patience`` seconds. False (logged): the loop never got it."""
+        give_up = time.monotonic() + patience
+        while not self.channel.post(kind, (value,)):
+            if time.monotonic() >= give_up:
+                rospy.logerr_throttle(1.0, f"realtime loop command ring full: event {kind} dropped (is the loop "
+                                           f"running?)")
+                return False
+            time.sleep(0.001)
+        return True
 
     def _on_enable(self, msg: Bool) -> None:
-        self._event(MSG_ENABLE, 1.0 if msg.data else 0.0)
+        self._event(MSG_ENABLE, 1.0 if msg.data else 0.0, EVENT_PATIENCE)
 
     def _on_estop(self, req):
-        self._event(MSG_ESTOP, 1.0 if req.data else 0.0)
+        if not self._event(MSG_ESTOP, 1.0 if req.data else 0.0, EVENT_PATIENCE):
+            return SetBoolResponse(False, "the realtime loop did not take the request (command ring full)")
         return SetBoolResponse(True, "E-stop " + ("pressed" if req.data else "released"))
+
+    def _on_safety_estop(self, msg: Bool) -> None:
+        self._event(MSG_SAFETY_ESTOP, 1.0 if msg.data else 0.0, EVENT_PATIENCE)
 
     def _on_io_change(self, dev) -> None:
         if dev.name == "cuff":
-            pressed = bool(dev.value("right_cuff"))
-            if pressed != self._cuff:
-                self._cuff = pressed
-                self._event(MSG_CUFF, 1.0 if pressed else 0.0)
-                rospy.loginfo("cuff " + ("squeezed: zero-G" if pressed else "released"))
+            with self._cuff_lock:  # (two subscriber threads change the cuff: compare and post as one)
+                pressed = bool(dev.value("right_cuff"))
+                if pressed != self._cuff and self._event(MSG_CUFF, 1.0 if pressed else 0.0, EVENT_PATIENCE):
+                    self._cuff = pressed
+                    rospy.loginfo("cuff " + ("squeezed: zero-G" if pressed else "released"))
+
+    def _repost_cuff(self) -> None:
+        """The cuff's level again (10 Hz): the loop converges on the device's state even if an edge was lost."""
+        with self._cuff_lock:
+            self._event(MSG_CUFF, 1.0 if self._cuff else 0.0)
 
     def _on_bypass(self, req):
         t = float(self.cfg.control.get("bypass_timeout", 60.0))
-        self._event(MSG_BYPASS, t if req.data else 0.0)
+        if not self._event(MSG_BYPASS, t if req.data else 0.0, EVENT_PATIENCE):
+            return SetBoolResponse(False, "the realtime loop did not take the request (command ring full); "
+                                          "nothing changed")
         self.validator.relax(req.data)  # (and from the safety record, which also tells of the timeout)
         if req.data:
             tol = 100.0 * bypass_tolerance(self.cfg)
@@ -383,6 +403,8 @@ class RealtimeLoopNode:
         self._safety_div = (self._safety_div + 1) % 10
         if changed or self._safety_div == 0:
             self._publish_safety_status(o, hdr, active)
+        if self._safety_div == 3:
+            self._repost_cuff()
         if self.markers is not None and self._safety_div == 5:  # 10 Hz, between the status ticks
             self.pub_markers.publish(self.markers.build(st.position.copy(), o.pair_active, stamp))
 
