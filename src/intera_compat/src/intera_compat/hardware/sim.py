@@ -67,6 +67,21 @@ class SimBackend(Backend):
                 return mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[arm])) or "base"
         return None
 
+    def scene_force(self) -> np.ndarray:
+        """The total force (N, base axes) the obstacle scene exerts on the arm right now: what a force plate
+        under the obstacles would read (tests and benchmarks of force control)."""
+        d, m = self.d, self.m
+        total, f6 = np.zeros(3), np.zeros(6)
+        for k in range(d.ncon):
+            c = d.contact[k]
+            g1, g2 = int(c.geom1), int(c.geom2)
+            if (g1 < self._n_obstacles) == (g2 < self._n_obstacles):
+                continue  # arm-arm or obstacle-obstacle
+            mujoco.mj_contactForce(m, d, k, f6)
+            f = c.frame.reshape(3, 3).T @ f6[:3]  # contact frame → world: the force geom1 exerts on geom2
+            total += f if g1 < self._n_obstacles else -f
+        return total
+
     def apply_wrench(self, link: str, wrench, duration: float) -> None:
         """Push on ``link`` (any link frame: force N, torque Nm, base axes, at the frame's origin) for
         ``duration`` s of sim time; replaces a wrench still acting."""

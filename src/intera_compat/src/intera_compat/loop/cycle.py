@@ -15,9 +15,11 @@ faults already holds the measured position instead of the faulty setpoint.
 """
 from __future__ import annotations
 
+import math
 import numpy as np
 
 from ..config import RobotConfig
+from ..control.interaction import CartesianImpedance, InteractionLimits, InteractionParams
 from ..hardware.adapter import make_adapter
 from ..hardware.base import Backend, Capability, HardwareState
 from ..model.robot_model import RobotModel
@@ -41,7 +43,8 @@ from ..sources.zero_g import ZeroGSource
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
-from .layouts import (MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_RESET, MSG_SAFETY_ESTOP,
+from .layouts import (MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_INTERACTION,
+                      MSG_RESET, MSG_SAFETY_ESTOP,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
                       POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
                       SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
@@ -139,6 +142,14 @@ class LoopCycle:
         self.zero_g = ZeroGSource(arm, self.adapter.supports(Capability.TORQUE))
         self.arbiter.overrides = [self.estop_hold, self.collision_hold, self.zero_g]
         self._measured_handover = (self.brake, self.estop_hold, self.collision_hold, self.zero_g)
+        # interaction control: latched parameters (None: off); it drives the arm joints around the reference of
+        # whichever source is active, except under the brakes, the safety holds, zero-G and TORQUE_MODE
+        self.interaction: InteractionParams | None = None
+        self.impedance = (CartesianImpedance(rm, cfg.tips[0], arm, InteractionLimits.from_config(c.get("interaction")),
+                                             dt) if self.adapter.supports(Capability.TORQUE) else None)
+        self._no_interaction = (*self._measured_handover, self.torque)
+        self.interaction_engaged = False
+        self.interaction_failures = 0  # cycles whose interaction torque was not finite (the arm held instead)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
                                                              self.torque, self.stream, self.trajectory,
                                                              self.estop_hold, self.collision_hold, self.zero_g))}
@@ -285,6 +296,8 @@ class LoopCycle:
                 self.safety_changed = True
             elif kind == MSG_CUFF:
                 self.zero_g.squeezed = msg[0] > 0.5
+            elif kind == MSG_INTERACTION:
+                self._interaction_command(k, now)
             elif kind == MSG_BYPASS:
                 self.bypass_until = now + msg[0] if msg[0] > 0.0 else -1.0
                 self._bypass_edge()
@@ -292,6 +305,65 @@ class LoopCycle:
             self.counts["superseded"] += n_cmd - 1
         if self.robot_active != was_active:
             self.law.reset()  # the integral restarts with the robot (switches between sources are bumpless)
+
+    def _interaction_command(self, k: int, now: float) -> None:
+        """A new InteractionControlCommand (the SDK re-sends the same one at 10 Hz: only changes act). Turning
+        it on, changing its parameters (unless ``disable_reference_resetting``) and turning it off put the
+        reference where the arm is: a hold there (a running trajectory ends; a streaming client's next
+        command starts from there)."""
+        p = InteractionParams(self._msg[:k], self.cfg.n_arm)
+        old = self.interaction
+        if p.same_as(old) or (old is None and not p.active):
+            return
+        if self.impedance is None:
+            self.counts["ignored"] += 1  # (the listener refuses it on arms without joint torques)
+            return
+        self.interaction = p if p.active else None
+        if p.active:
+            self.impedance.set(p)
+        if not p.active or not p.disable_reset or old is None:
+            self._hold_here(now)
+
+    def _hold_here(self, now: float) -> None:
+        """The arm's reference becomes its measured position (a jerk-limited stop from its measured velocity)."""
+        if not self.robot_active:
+            return
+        sp, hw, arb = self.sp, self.hw, self.arbiter
+        sp.torque_only[self.hold.idx] = True  # (sources take over from the measured state of torque-driven joints)
+        if arb.active is self.hold:
+            self.hold.activate(sp, hw, now)
+        else:
+            arb.select(self.hold, sp, hw, now)
+
+    def _interact(self, active: bool) -> None:
+        """Interaction control on the arm joints of this cycle's setpoint (its q, v are the reference)."""
+        engaged = active and self.interaction is not None and self.arbiter.active not in self._no_interaction
+        det = self.detection
+        if engaged != self.interaction_engaged:
+            self.interaction_engaged = engaged
+            self.law.reset()
+            if engaged:
+                self.impedance.start()
+            else:
+                self.chain.reset(self.hw, self.sp)  # the shaping restarts from this setpoint, not the one before
+                if det is not None:
+                    det.allow[:] = 0.0
+                    det.allow_force = det.allow_torque = 0.0
+        if not engaged:
+            return
+        sp, hw, imp = self.sp, self.hw, self.impedance
+        if not imp.compute(hw.position, hw.velocity, sp.q, sp.v):
+            self.interaction_failures += 1  # (a singular configuration): position control holds this cycle
+            return
+        i = imp.arm
+        sp.tau[i] = imp.tau
+        sp.torque_only[i] = True
+        sp.fixed[i] = False
+        if det is not None:  # what the controller pushes with is not a collision (the next cycle's detection)
+            np.abs(imp.tau, out=det.allow[i])
+            w = imp.F_world
+            det.allow_force = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+            det.allow_torque = math.sqrt(w[3] * w[3] + w[4] * w[4] + w[5] * w[5])
 
     # ---- safety -------------------------------------------------------------------------
     @property
@@ -446,6 +518,8 @@ class LoopCycle:
         # (never under the overrides that hold the arm as it is — zero-G, E-stop and collision holds, brakes: a
         # torque client's suppression stream would leave the arm limp there)
         sp.gravity = not self.suppressed(SUPPRESS_GRAVITY) or arb.active in self._measured_handover
+        if self.impedance is not None:
+            self._interact(active)
         self.ctx.trajectory = arb.active is self.stream or arb.active is self.trajectory
         joint = -1
         if code:
@@ -529,6 +603,15 @@ class LoopCycle:
             cnt["commands"], cnt["superseded"], cnt["ignored"], cnt["timeouts"],
             self._limits.interventions, self._following.interventions,
             self._torque_guard.interventions, self._torque_guard.clamped)
+        o = rec.local
+        o.interaction_on[0] = self.interaction is not None
+        if self.interaction_engaged or o.interaction_engaged[0]:
+            o.interaction_engaged[0] = self.interaction_engaged
+            imp = self.impedance
+            o.interaction_k[:] = imp.K
+            o.interaction_d[:] = imp.D
+            o.interaction_wrench[:] = imp.F
+            o.interaction_error[:] = imp.e
         rec.publish_local()
 
 

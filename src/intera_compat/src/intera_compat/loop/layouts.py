@@ -25,6 +25,7 @@ MSG_TRAJ_SCALING = 9  # [traj_id (0: whatever runs), factor 0..1]
 MSG_SAFETY_ESTOP = 10  # [1 latch | 0 release]: hold the measured position, ignore commands
 MSG_BYPASS = 11  # [seconds (0: end now)]: collision avoidance off for that long
 MSG_CUFF = 12  # [1 squeezed | 0 released]: zero-G while squeezed (unless suppress_cuff_interaction)
+MSG_INTERACTION = 13  # control.interaction.pack: an InteractionControlCommand, validated (latched in the loop)
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]
@@ -58,6 +59,10 @@ def state_layout(n: int) -> Layout:
         ("limit_interventions", 1), ("following_interventions", 1), ("torque_guard_interventions", 1),
         ("clamped_effort", 1),
         ("traj_position", n), ("traj_velocity", n), ("traj_acceleration", n),  # the trajectory's own sample
+        # interaction control: latched on, engaged (driving the arm this cycle), the stiffness and damping in
+        # effect, the commanded endpoint wrench (interaction-frame axes), reference − actual pose in those axes
+        ("interaction_on", 1), ("interaction_engaged", 1), ("interaction_k", 6), ("interaction_d", 6),
+        ("interaction_wrench", 6), ("interaction_error", 6),
     ))
 
 

@@ -27,11 +27,13 @@ from std_srvs.srv import SetBool, SetBoolResponse
 from visualization_msgs.msg import MarkerArray
 
 from ..config import load_config
+from ..control.interaction import InteractionLimits
 from ..loop.channel import Channel
 from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
-from ..loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
+from ..loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
+                            MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
 from ..model.robot_model import RobotModel
@@ -39,6 +41,7 @@ from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from ..safety.faults import describe
 from ..trajectory.client import TrajectoryClient
 from .conversions import pose_msg
+from .interaction import InteractionTopics
 from .io_server import IONodeServer
 from .markers import CollisionMarkers
 from .trajectory_server import ExecuteTrajectoryServer
@@ -109,6 +112,11 @@ class RealtimeLoopNode:
         self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
                                sim=rospy.get_param("~backend", "sim") == "sim")
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
+        # interaction control needs joint torques: the sim's (position-only arms: issue 12's backends)
+        self.interaction = InteractionTopics(f"/robot/limb/{self.limb}", cfg.n_arm, cfg.tips[0],
+                                             InteractionLimits.from_config(cfg.control.get("interaction")),
+                                             lambda w: self._event(MSG_INTERACTION, w, EVENT_PATIENCE),
+                                             available=rospy.get_param("~backend", "sim") == "sim")
         self._diag_prev = None
         self._collisions_seen = 0
         self._safety_div = 0
@@ -167,11 +175,12 @@ class RealtimeLoopNode:
         rospy.Service("~bypass_safety_checks", SetBool, self._on_bypass)
 
     # ---------------------------------------------------------------- listeners (store only)
-    def _event(self, kind: int, value: float = 0.0, patience: float = 0.0) -> bool:
-        """Post an event to the loop; a full ring (whole trajectories share it, the loop drains it every cycle)
-        is retried for ``patience`` seconds. False (logged): the loop never got it."""
+    def _event(self, kind: int, value=0.0, patience: float = 0.0) -> bool:
+        """Post an event (one value or an array of them) to the loop; a full ring (whole trajectories share it,
+        the loop drains it every cycle) is retried for ``patience`` seconds. False (logged): the loop never got it."""
         give_up = time.monotonic() + patience
-        while not self.channel.post(kind, (value,)):
+        payload = value if isinstance(value, np.ndarray) else (value,)
+        while not self.channel.post(kind, payload):
             if time.monotonic() >= give_up:
                 rospy.logerr_throttle(1.0, f"realtime loop command ring full: event {kind} dropped (is the loop "
                                            f"running?)")
@@ -296,6 +305,7 @@ class RealtimeLoopNode:
                     self._publish_sea(st, stamp)
                     self._publish_endpoint(st, stamp)
                     self._publish_robot_state(st)
+                    self.interaction.publish(st, stamp)
                 if flags & (TICK_STATE_100HZ | TICK_SAFETY):
                     self._publish_safety(st, stamp, bool(flags & TICK_SAFETY))
                 if flags & TICK_DIAGNOSTICS:

@@ -17,6 +17,12 @@ model error, whatever the speed.
 * **hand over-wrench**: the wrench at the tip that explains the residual (damped least squares of
   ``Jᵀ F = r``) over ``force`` N or ``torque`` Nm → stop and hold ``wrench_hold`` s.
 
+Under interaction control the arm pushes on purpose: every threshold then allows the external torque and
+wrench the controller itself commands (``allow``, ``allow_force``, ``allow_torque``, set by the loop every
+cycle) on top — touching down and pressing a surface with 30 N is neither an impact nor a squish, and an
+obstacle the impedance runs into is held by the impedance itself. Beyond what the controller pushes with,
+detection works as ever.
+
 The observer runs every cycle, also while detection is off (``suppress_contact_safety``, zero-G,
 bypass), so it is settled when detection comes back; only the decisions are skipped.
 """
@@ -69,6 +75,10 @@ class CollisionDetection(SafetyPlugin):
         self.slow = np.zeros(n)
         self.fast = np.zeros(n)
         self._x = np.zeros(n)
+        self._t = np.zeros(n)
+        self.allow = np.zeros(n)  # Nm per joint: external torque the interaction controller asks for
+        self.allow_force = 0.0  # N, Nm: the same at the tip
+        self.allow_torque = 0.0
         self.wrench = np.zeros(6)
         self._started = False
         # the decision (published)
@@ -116,7 +126,8 @@ class CollisionDetection(SafetyPlugin):
             return 0
         # squish: while it lasts (hysteresis: until half the threshold), at least squish_hold
         np.abs(self.residual, out=self._x)
-        self._x /= self.squish_thr
+        np.add(self.squish_thr, self.allow, out=self._t)
+        self._x /= self._t
         k = int(self._x.argmax())
         squish = self._x[k]
         if self.state == SQUISH and now >= self.hold_until and squish < 0.5:
@@ -128,19 +139,21 @@ class CollisionDetection(SafetyPlugin):
         if self.state != NONE and self.state != SQUISH:
             self.state = NONE  # an impact / over-wrench hold ran out
         if squish > 1.0:
-            return self._trip(SQUISH, k, self.residual[k], self.squish_thr[k], squish, now + self.squish_hold)
+            return self._trip(SQUISH, k, self.residual[k], self._t[k], squish, now + self.squish_hold)
         np.abs(self.fast, out=self._x)
-        self._x /= self.impact_thr
+        np.add(self.impact_thr, self.allow, out=self._t)
+        self._x /= self._t
         k = int(self._x.argmax())
         if self._x[k] > 1.0:
-            return self._trip(IMPACT, k, self.fast[k], self.impact_thr[k], self._x[k], now + self.impact_hold)
+            return self._trip(IMPACT, k, self.fast[k], self._t[k], self._x[k], now + self.impact_hold)
         if squish > 0.25:  # only worth a Jacobian when the joints feel something
             self._estimate_wrench()
             f, t = np.linalg.norm(self.wrench[:3]), np.linalg.norm(self.wrench[3:])
-            if f > self.force_thr or t > self.torque_thr:
-                over_f = f / self.force_thr >= t / self.torque_thr
-                return self._trip(OVER_WRENCH, -1, f if over_f else t, self.force_thr if over_f else self.torque_thr,
-                                  max(f / self.force_thr, t / self.torque_thr), now + self.wrench_hold)
+            fthr, tthr = self.force_thr + self.allow_force, self.torque_thr + self.allow_torque
+            if f > fthr or t > tthr:
+                over_f = f / fthr >= t / tthr
+                return self._trip(OVER_WRENCH, -1, f if over_f else t, fthr if over_f else tthr,
+                                  max(f / fthr, t / tthr), now + self.wrench_hold)
         return 0
 
     def _trip(self, cause: int, joint: int, value: float, threshold: float, metric: float, until: float) -> int:

@@ -1,0 +1,316 @@
+"""Interaction control (Intera 5.2's impedance / force controller at the endpoint), ROS-free.
+
+A command (``InteractionControlCommand``) is validated and packed by the listener (``pack``) into one ring
+message; the loop unpacks it (``InteractionParams``) and, while it is active, drives the arm joints with
+``CartesianImpedance`` (torque arms) around the reference the active setpoint source produces (a hold where
+interaction began, a POSITION stream, a whole trajectory: ``go_to_joint_angles_in_contact``).
+
+Per axis of the interaction frame (x y z translations, then rotations; the frame's axes are
+``interaction_frame``'s orientation in the base frame, or in the endpoint frame with ``in_endpoint_frame``):
+
+=============================  ===========================================================================
+IMPEDANCE                       F = K e + D ė            (e: reference − actual pose, ė: their velocities)
+FORCE                           F = f − D ẋ              (no damping with ``disable_damping_in_force_control``)
+IMPEDANCE_WITH_FORCE_LIMIT      F = clip(K e + D ė, ±|f|)
+FORCE_WITH_MOTION_LIMIT         F = f − D ẋ within 0.12 m / 0.2618 rad of the reference; beyond it the push
+                                outward is dropped and a wall (the stiffest impedance) holds the arm there
+=============================  ===========================================================================
+
+then τ = Jᵀ F + N (K_ns (q_ref − q) − D_ns q̇) with N the dynamically consistent nullspace projector
+(nullspace stiffness changes no endpoint force), rate limited, plus gravity compensation by the law.
+Rotations beyond ±82.5° of the reference meet a wall unless ``rotations_for_constrained_zeroG``.
+Stiffness is capped at 1300 N/m / 30 Nm/rad; ``max_impedance`` takes the stiffest stable value for the
+configuration (the endpoint's apparent inertia Λ at ``bandwidth_hz``, within 1300–3000 N/m and 30–300 Nm/rad);
+damping left empty defaults to 8 Ns/m / 2 Nms/rad at those caps, scaled with √K (a constant damping ratio).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+IMPEDANCE, FORCE, IMPEDANCE_WITH_FORCE_LIMIT, FORCE_WITH_MOTION_LIMIT = 1, 2, 3, 4
+MODE_NAMES = {IMPEDANCE: "IMPEDANCE", FORCE: "FORCE", IMPEDANCE_WITH_FORCE_LIMIT: "IMPEDANCE_WITH_FORCE_LIMIT",
+              FORCE_WITH_MOTION_LIMIT: "FORCE_WITH_MOTION_LIMIT"}
+
+
+@dataclass(frozen=True)
+class InteractionLimits:
+    """Intera's documented limits (seed: Interaction Control Mode) and our controller's tuning."""
+
+    k_cap: tuple = (1300.0, 30.0)  # N/m, Nm/rad: K_impedance is capped here
+    k_top: tuple = (3000.0, 300.0)  # max_impedance never exceeds these ...
+    bandwidth_hz: float = 8.0  # ... nor Λ (2π bandwidth)² (and never goes below k_cap)
+    d_default: tuple = (8.0, 2.0)  # Ns/m, Nms/rad at k_cap when D_impedance is empty
+    min_damping_ratio: float = 0.3  # the plant's own damping (a Sawyer's joint servos): never less than this
+    kns_cap: float = 10.0  # Nm/rad
+    nullspace_damping: float = 0.5  # Nms/rad per joint in the nullspace, plus 2√(K_ns·0.05)
+    f_cap: tuple = (50.0, 5.0)  # N, Nm
+    motion_limit: tuple = (0.12, 0.2618)  # m, rad: FORCE_WITH_MOTION_LIMIT
+    rotation_wall: float = math.radians(82.5)
+    torque_rate: float = 2000.0  # Nm/s per joint: the interaction torque's slew limit
+
+    @classmethod
+    def from_config(cls, c: dict | None) -> "InteractionLimits":
+        c = dict(c or {})
+        if "rotation_wall_deg" in c:
+            c["rotation_wall"] = math.radians(float(c.pop("rotation_wall_deg")))
+        fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in c.items()}
+        return cls(**fields)
+
+
+def command_words(n: int) -> int:
+    """Ring words of one packed command for an ``n``-joint arm."""
+    return _O_NS + n + 6 + 7 + 4
+
+
+# packed layout: [active, mode(6), K(6), max_k(6), D(6), d_given, K_ns(n), f(6), frame pos(3) quat xyzw(4),
+#                 in_endpoint, disable_damping, disable_reset, rotations_cz]
+_O_MODE, _O_K, _O_MAXK, _O_D, _O_DGIVEN, _O_NS = 1, 7, 13, 19, 25, 26
+
+
+def _vector(name: str, x, length: int, allow_empty: bool = True) -> np.ndarray | None:
+    a = np.asarray(list(x), dtype=float)
+    if len(a) == 0 and allow_empty:
+        return None
+    if len(a) != length:
+        raise ValueError(f"{name} has {len(a)} values, expected {length}")
+    bad = np.flatnonzero(~np.isfinite(a))
+    if len(bad):
+        raise ValueError(f"{name}[{bad[0]}] is {a[bad[0]]}: not a finite number")
+    return a
+
+
+def pack(active: bool, modes, K, max_k, D, K_ns, force, frame_position, frame_orientation, endpoint_name: str,
+         in_endpoint_frame: bool, disable_damping: bool, disable_reset: bool, rotations_cz: bool, n: int,
+         endpoint: str, limits: InteractionLimits) -> tuple[np.ndarray, list[str]]:
+    """One command as ring words, and notes on values that were capped. Raises ValueError naming the field
+    (the command is then refused as a whole and nothing changes). ``frame_orientation`` is x, y, z, w.
+
+    Empty ``max_impedance``, ``K_nullspace``, ``force_command`` mean all False / zeros; empty
+    ``interaction_control_mode`` means IMPEDANCE on every axis; empty ``D_impedance`` means the defaults.
+    An inactive command is packed without looking at the rest (the SDK's exit message carries defaults).
+    """
+    out = np.zeros(command_words(n))
+    notes: list[str] = []
+    out[0] = 1.0 if active else 0.0
+    if not active:
+        return out, notes
+    if endpoint_name not in ("", endpoint):
+        raise ValueError(f"endpoint_name {endpoint_name!r}: interaction control acts at {endpoint!r} only")
+    m = _vector("interaction_control_mode", modes, 6)
+    m = np.full(6, float(IMPEDANCE)) if m is None else m
+    bad = [i for i, x in enumerate(m) if x not in MODE_NAMES]
+    if bad:
+        raise ValueError(f"interaction_control_mode[{bad[0]}] is {m[bad[0]]:g}: use 1 IMPEDANCE, 2 FORCE, "
+                         f"3 IMPEDANCE_WITH_FORCE_LIMIT or 4 FORCE_WITH_MOTION_LIMIT")
+    k = _vector("K_impedance", K, 6)
+    k = np.zeros(6) if k is None else k
+    if (k < 0).any():
+        i = int(np.argmax(k < 0))
+        raise ValueError(f"K_impedance[{i}] is {k[i]:g}: stiffness must be >= 0")
+    cap = np.repeat(limits.k_cap, 3)
+    for i in np.flatnonzero(k > cap):
+        notes.append(f"K_impedance[{i}] {k[i]:g} capped to {cap[i]:g}")
+    np.minimum(k, cap, out=k)
+    mk = np.asarray(list(max_k), dtype=bool) if len(max_k) else np.zeros(6, dtype=bool)
+    if len(mk) != 6:
+        raise ValueError(f"max_impedance has {len(mk)} values, expected 6")
+    d = _vector("D_impedance", D, 6)
+    if d is not None and (d < 0).any():
+        i = int(np.argmax(d < 0))
+        raise ValueError(f"D_impedance[{i}] is {d[i]:g}: damping must be >= 0")
+    ns = _vector("K_nullspace", K_ns, n)
+    ns = np.zeros(n) if ns is None else ns
+    if (ns < 0).any():
+        i = int(np.argmax(ns < 0))
+        raise ValueError(f"K_nullspace[{i}] is {ns[i]:g}: stiffness must be >= 0")
+    for i in np.flatnonzero(ns > limits.kns_cap):
+        notes.append(f"K_nullspace[{i}] {ns[i]:g} capped to {limits.kns_cap:g}")
+    np.minimum(ns, limits.kns_cap, out=ns)
+    f = _vector("force_command", force, 6)
+    f = np.zeros(6) if f is None else f
+    fcap = np.repeat(limits.f_cap, 3)
+    for i in np.flatnonzero(np.abs(f) > fcap):
+        notes.append(f"force_command[{i}] {f[i]:g} capped to {math.copysign(fcap[i], f[i]):g}")
+    np.clip(f, -fcap, fcap, out=f)
+    p = _vector("interaction_frame.position", frame_position, 3, allow_empty=False)
+    quat = _vector("interaction_frame.orientation", frame_orientation, 4, allow_empty=False)
+    norm = float(np.linalg.norm(quat))
+    if norm == 0.0:
+        quat = np.array([0.0, 0.0, 0.0, 1.0])  # an unset Pose(): the base frame's axes
+        notes.append("interaction_frame.orientation is all zeros: taken as identity")
+    elif abs(norm - 1.0) > 0.01:
+        raise ValueError(f"interaction_frame.orientation has norm {norm:.4f}: not a unit quaternion")
+    else:
+        quat = quat / norm
+    out[_O_MODE:_O_MODE + 6] = m
+    out[_O_K:_O_K + 6] = k
+    out[_O_MAXK:_O_MAXK + 6] = mk
+    if d is not None:
+        out[_O_D:_O_D + 6] = d
+        out[_O_DGIVEN] = 1.0
+    o = _O_NS
+    out[o:o + n] = ns
+    out[o + n:o + n + 6] = f
+    out[o + n + 6:o + n + 9] = p
+    out[o + n + 9:o + n + 13] = quat
+    out[o + n + 13:o + n + 17] = (in_endpoint_frame, disable_damping, disable_reset, rotations_cz)
+    return out, notes
+
+
+class InteractionParams:
+    """A packed command, unpacked (views into a private copy)."""
+
+    def __init__(self, words: np.ndarray, n: int):
+        w = self.words = np.array(words, dtype=float)
+        self.n = n
+        self.active = bool(w[0] > 0.5)
+        self.modes = w[_O_MODE:_O_MODE + 6].astype(int)
+        self.K = w[_O_K:_O_K + 6]
+        self.max_k = w[_O_MAXK:_O_MAXK + 6] > 0.5
+        self.D = w[_O_D:_O_D + 6]
+        self.d_given = bool(w[_O_DGIVEN] > 0.5)
+        o = _O_NS
+        self.K_ns = w[o:o + n]
+        self.force = w[o + n:o + n + 6]
+        x, y, z, qw = w[o + n + 9:o + n + 13]
+        self.frame_rotation = pin.Quaternion(qw, x, y, z).toRotationMatrix() if self.active else np.eye(3)
+        flags = w[o + n + 13:o + n + 17] > 0.5
+        self.in_endpoint_frame, self.disable_damping, self.disable_reset, self.rotations_cz = (bool(b) for b in flags)
+
+    def same_as(self, other: "InteractionParams | None") -> bool:
+        return other is not None and np.array_equal(self.words, other.words)
+
+
+class CartesianImpedance:
+    """τ for the arm joints (``arm``: a slice of the config order) of a torque-controlled arm, from the
+    measured state and the reference (``q_ref``, ``v_ref``), under ``params``. Uses the loop's RobotModel
+    (its pinocchio data) and a second data for the reference pose."""
+
+    def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
+        self.rm, self.arm, self.lim, self.dt = rm, arm, limits, dt
+        self.model = rm.model
+        self.fid = rm.frame_id(tip)
+        self.data = rm.data
+        self.data_ref = rm.model.createData()
+        self.cols = rm.perm[arm]  # pinocchio velocity indices of the arm joints (revolute: idx_v = idx_q)
+        n = self.n = len(self.cols)
+        self.params: InteractionParams | None = None
+        self.K = np.zeros(6)  # in effect this cycle (max_impedance resolved)
+        self.D = np.zeros(6)
+        self.F = np.zeros(6)  # the commanded endpoint wrench, interaction-frame axes
+        self.F_world = np.zeros(6)
+        self.e = np.zeros(6)  # reference − actual, interaction-frame axes
+        self.tau = np.zeros(n)  # the interaction torque (before gravity), rate limited
+        self._ref_key = b""
+        self._x_ref = pin.SE3.Identity()
+        self._xd_ref = np.zeros(6)
+        self._q, self._v = np.zeros(rm.model.nq), np.zeros(rm.model.nv)
+        self._R6 = np.zeros((6, 6))
+        self._k_lo = np.repeat(limits.k_cap, 3)
+        self._k_hi = np.repeat(limits.k_top, 3)
+        self._d0 = np.repeat(limits.d_default, 3)
+        self._mlim = np.repeat(limits.motion_limit, 3)
+        self._w2 = (2.0 * math.pi * limits.bandwidth_hz) ** 2
+        self._dstep = limits.torque_rate * dt
+
+    def set(self, params: InteractionParams) -> None:
+        self.params = params
+
+    def start(self) -> None:
+        """Interaction takes the arm now: the torque ramps from zero."""
+        self.tau[:] = 0.0
+        self._ref_key = b""
+
+    def _reference(self, q_ref: np.ndarray, v_ref: np.ndarray) -> None:
+        key = q_ref.tobytes() + v_ref.tobytes()
+        if key == self._ref_key:
+            return  # a hold: the same reference pose every cycle
+        self._ref_key = key
+        self.rm.to_pin(q_ref, self._q)
+        self.rm.to_pin(v_ref, self._v)
+        d = self.data_ref
+        pin.forwardKinematics(self.model, d, self._q, self._v)
+        self._x_ref = pin.updateFramePlacement(self.model, d, self.fid).copy()
+        self._xd_ref[:] = pin.getFrameVelocity(self.model, d, self.fid, pin.LOCAL_WORLD_ALIGNED).vector
+
+    def compute(self, q: np.ndarray, v: np.ndarray, q_ref: np.ndarray, v_ref: np.ndarray) -> bool:
+        """Fill ``self.tau`` (arm joints); False if the result is not finite (the caller holds instead)."""
+        p, lim, arm = self.params, self.lim, self.arm
+        self._reference(q_ref, v_ref)
+        m, d = self.model, self.data
+        rm = self.rm
+        rm.to_pin(q, self._q)
+        rm.to_pin(v, self._v)
+        pin.computeAllTerms(m, d, self._q, self._v)  # M, J, frame-independent kinematics
+        x = pin.updateFramePlacement(m, d, self.fid)
+        J = pin.getFrameJacobian(m, d, self.fid, pin.LOCAL_WORLD_ALIGNED)[:, self.cols]
+        M = d.M[np.ix_(self.cols, self.cols)]
+        M = np.triu(M) + np.triu(M, 1).T
+        xd = J @ v[arm]
+        # errors in the base frame: position, rotation vector taking the actual orientation to the reference
+        e_w = np.empty(6)
+        e_w[:3] = self._x_ref.translation - x.translation
+        e_w[3:] = pin.log3(self._x_ref.rotation @ x.rotation.T)
+        # the interaction frame's axes
+        Ra = x.rotation @ p.frame_rotation if p.in_endpoint_frame else p.frame_rotation
+        R6 = self._R6
+        R6[:3, :3] = Ra
+        R6[3:, 3:] = Ra
+        e = self.e
+        e[:] = R6.T @ e_w
+        ed = R6.T @ (self._xd_ref - xd)
+        xd_a = R6.T @ xd
+        # apparent endpoint inertia in those axes (for max_impedance and the damping floor)
+        Minv = np.linalg.inv(M)
+        lam_inv = J @ Minv @ J.T
+        lam = np.linalg.inv(lam_inv + 1e-6 * np.eye(6))
+        lam_a = np.diag(R6.T @ lam @ R6)
+        K, D = self.K, self.D
+        np.copyto(K, np.clip(lam_a * self._w2, self._k_lo, self._k_hi), where=p.max_k)
+        np.copyto(K, p.K, where=~p.max_k)
+        if p.d_given:
+            D[:] = p.D
+        else:
+            D[:] = self._d0 * np.sqrt(K / self._k_lo)
+        np.maximum(D, 2.0 * lim.min_damping_ratio * np.sqrt(K * np.maximum(lam_a, 0.0)), out=D)
+        F = self.F
+        for i in range(6):
+            mode = p.modes[i]
+            if mode == IMPEDANCE:
+                F[i] = K[i] * e[i] + D[i] * ed[i]
+            elif mode == IMPEDANCE_WITH_FORCE_LIMIT:
+                f = abs(p.force[i])
+                F[i] = min(max(K[i] * e[i] + D[i] * ed[i], -f), f)
+            else:  # FORCE, FORCE_WITH_MOTION_LIMIT
+                F[i] = p.force[i] - (0.0 if p.disable_damping else D[i] * xd_a[i])
+                if mode == FORCE_WITH_MOTION_LIMIT:
+                    over = abs(e[i]) - self._mlim[i]  # e: reference − actual, so −e is the displacement
+                    if over > 0.0:
+                        out = -math.copysign(1.0, e[i])  # the direction the arm went
+                        if F[i] * out > 0.0:
+                            F[i] = 0.0  # no more push outward
+                        F[i] -= out * (self._k_hi[i] * over + D[i] * max(xd_a[i] * out, 0.0))
+        Fw = self.F_world
+        Fw[:] = R6 @ F
+        if not p.rotations_cz:
+            theta = float(np.linalg.norm(e_w[3:]))
+            if theta > lim.rotation_wall:
+                Fw[3:] += (self._k_hi[3] * (theta - lim.rotation_wall) / theta) * e_w[3:]
+        tau_task = J.T @ Fw
+        # nullspace stiffness through the dynamically consistent projector
+        dq = q_ref[arm] - q[arm]
+        d_ns = lim.nullspace_damping + 2.0 * np.sqrt(p.K_ns * 0.05)
+        t0 = p.K_ns * dq - d_ns * v[arm]
+        Jbar = Minv @ J.T @ lam
+        tau_ns = t0 - J.T @ (Jbar.T @ t0)
+        target = tau_task + tau_ns
+        if not np.isfinite(target).all():
+            return False
+        # slew-rate limit
+        step = np.clip(target - self.tau, -self._dstep, self._dstep)
+        self.tau += step
+        return True

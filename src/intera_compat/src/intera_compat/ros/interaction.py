@@ -1,0 +1,72 @@
+"""The interaction controller's ROS side, in the realtime_loop node: ``interaction_control_command`` in (validated
+here, latched in the loop), ``interaction_control_state`` out (100 Hz while interaction control is on)."""
+from __future__ import annotations
+
+import threading
+
+import rospy
+from intera_core_msgs.msg import InteractionControlCommand, InteractionControlState
+
+from ..control.interaction import InteractionLimits, pack
+from ..loop.layouts import MSG_INTERACTION
+
+
+def pack_message(msg: InteractionControlCommand, n: int, endpoint: str, limits: InteractionLimits):
+    """The loop's words for ``msg`` (and notes on capped values); ValueError naming a bad field."""
+    fp, fo = msg.interaction_frame.position, msg.interaction_frame.orientation
+    return pack(msg.interaction_control_active, msg.interaction_control_mode, msg.K_impedance, msg.max_impedance,
+                msg.D_impedance, msg.K_nullspace, msg.force_command, (fp.x, fp.y, fp.z), (fo.x, fo.y, fo.z, fo.w),
+                msg.endpoint_name, msg.in_endpoint_frame, msg.disable_damping_in_force_control,
+                msg.disable_reference_resetting, msg.rotations_for_constrained_zeroG, n, endpoint, limits)
+
+
+class InteractionTopics:
+    def __init__(self, limb_ns: str, n: int, endpoint: str, limits: InteractionLimits, post, available: bool):
+        """``post(words) -> bool`` hands a packed command to the loop; ``available``: the arm takes joint torques."""
+        self.n, self.endpoint, self.limits, self.post, self.available = n, endpoint, limits, post, available
+        self.lock = threading.Lock()
+        self.last_words = None  # the last command given to the loop (the SDK re-sends the same one at 10 Hz)
+        self.accepted: InteractionControlCommand | None = None
+        self.pub = rospy.Publisher(f"{limb_ns}/interaction_control_state", InteractionControlState, queue_size=1)
+        rospy.Subscriber(f"{limb_ns}/interaction_control_command", InteractionControlCommand, self._on_command,
+                         queue_size=1, tcp_nodelay=True)
+
+    def _on_command(self, msg: InteractionControlCommand) -> None:
+        try:
+            words, notes = pack_message(msg, self.n, self.endpoint, self.limits)
+        except ValueError as e:
+            rospy.logerr_throttle(1.0, f"interaction_control_command refused: {e}; nothing changed")
+            return
+        with self.lock:
+            if self.last_words is not None and (words == self.last_words).all():
+                return  # the same command again: nothing to tell the loop
+            if not self.available and words[0] > 0.5:
+                rospy.logerr_throttle(5.0, "interaction_control_command refused: interaction control needs an arm "
+                                           "that takes joint torques; this backend does not")
+                return
+            if not self.post(words):
+                return  # (logged by the poster; the next re-send tries again)
+            self.last_words = words
+            self.accepted = msg if msg.interaction_control_active else None
+        for note in notes:
+            rospy.logwarn(f"interaction_control_command: {note}")
+        rospy.loginfo("interaction control " + ("on" if msg.interaction_control_active else "off: position hold"))
+
+    def publish(self, st, stamp) -> None:
+        """InteractionControlState from the loop's record (what is in effect) while interaction control is on."""
+        msg = self.accepted
+        if msg is None or st.interaction_on[0] < 0.5:
+            return
+        s = InteractionControlState()
+        s.header.stamp = stamp
+        s.header.frame_id = "base"
+        s.interaction_control_active = bool(st.interaction_engaged[0] > 0.5)
+        s.K_impedance = st.interaction_k.tolist()
+        s.D_impedance = st.interaction_d.tolist()
+        s.endpoint_force_command = st.interaction_wrench.tolist()
+        s.endpoint_name = self.endpoint
+        s.in_endpoint_frame = msg.in_endpoint_frame
+        s.disable_damping_in_force_control = msg.disable_damping_in_force_control
+        s.disable_reference_resetting = msg.disable_reference_resetting
+        s.rotations_for_constrained_zeroG = msg.rotations_for_constrained_zeroG
+        self.pub.publish(s)

@@ -1,0 +1,247 @@
+"""Interaction control: the command's validation (pack) and the controller on the loop's cycle with the MuJoCo
+Sawyer (``OfflineLoop``, sim time): stiffness per axis, force on a surface, force and motion limits,
+constrained zero-G, the rotational wall, reference resetting, deactivation, zero-G override."""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from intera_compat.config import load_config
+from intera_compat.control.interaction import (FORCE, FORCE_WITH_MOTION_LIMIT, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT,
+                                               CartesianImpedance, InteractionLimits, InteractionParams, pack)
+from intera_compat.hardware.sim import SimBackend
+from intera_compat.loop.layouts import MSG_CUFF, MSG_INTERACTION, POSITION_MODE
+from intera_compat.loop.offline import OfflineLoop
+from intera_compat.model.robot_model import RobotModel
+
+CFG = load_config()
+ARM = CFG.joint_names
+LIM = InteractionLimits.from_config(CFG.control.get("interaction"))
+# a bench 3 cm below the wrist at the neutral pose (top at z = 0.15)
+BENCH = {"name": "bench", "type": "box", "size": [0.3, 0.5, 0.05], "pos": [0.65, 0.16, 0.10]}
+SDK_NULLSPACE = [5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0]
+
+
+def words(active=True, modes=(IMPEDANCE,) * 6, K=(1300, 1300, 1300, 30, 30, 30), max_k=(False,) * 6, D=(),
+          K_ns=SDK_NULLSPACE, force=(0.0,) * 6, position=(0, 0, 0), orientation=(0, 0, 0, 1), endpoint="right_hand",
+          in_endpoint=False, no_damping=False, no_reset=False, rotations_cz=False):
+    w, _ = pack(active, modes, K, max_k, D, K_ns, force, position, orientation, endpoint, in_endpoint, no_damping,
+                no_reset, rotations_cz, 7, "right_hand", LIM)
+    return w
+
+
+@pytest.fixture(scope="module")
+def rm():
+    return RobotModel(CFG)
+
+
+def started(obstacles=()):
+    L = OfflineLoop(backend=SimBackend(RobotModel(CFG), CFG.full_pose("neutral"), obstacles=obstacles))
+    L.run(0.1)
+    return L
+
+
+def interact(L, **kw):
+    L.event(MSG_INTERACTION, *words(**kw))
+    L.run(0.3)
+
+
+def hand(L, rm) -> np.ndarray:
+    return rm.fk(L.q, "right_hand").translation.copy()
+
+
+# ---- the command --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("field, kw, message", [
+    ("interaction_control_mode", dict(modes=(1, 1, 5, 1, 1, 1)), "interaction_control_mode[2] is 5"),
+    ("interaction_control_mode", dict(modes=(1, 1)), "interaction_control_mode has 2 values"),
+    ("K_impedance", dict(K=(100, -1, 0, 0, 0, 0)), "K_impedance[1] is -1"),
+    ("K_impedance", dict(K=(100, 0, np.nan, 0, 0, 0)), "K_impedance[2] is nan"),
+    ("D_impedance", dict(D=(1, 2, 3)), "D_impedance has 3 values"),
+    ("K_nullspace", dict(K_ns=(1.0,) * 6), "K_nullspace has 6 values, expected 7"),
+    ("force_command", dict(force=(0, 0, np.inf, 0, 0, 0)), "force_command[2] is inf"),
+    ("max_impedance", dict(max_k=(True,) * 5), "max_impedance has 5 values"),
+    ("endpoint_name", dict(endpoint="right_l3"), "endpoint_name 'right_l3'"),
+    ("interaction_frame", dict(orientation=(0, 0, 0.5, 0.5)), "not a unit quaternion"),
+])
+def test_a_bad_command_is_refused_naming_the_field(field, kw, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        words(**kw)
+
+
+def test_values_beyond_the_documented_limits_are_capped_with_a_note():
+    w, notes = pack(True, [FORCE] * 6, [5000, 10, 10, 100, 1, 1], [False] * 6, [], [20.0] * 7,
+                    [-80, 10, 10, 9, 0, 0], (0, 0, 0), (0, 0, 0, 0), "", False, False, False, False, 7, "right_hand",
+                    LIM)
+    p = InteractionParams(w, 7)
+    assert p.K.tolist() == [1300, 10, 10, 30, 1, 1] and p.K_ns.tolist() == [10.0] * 7
+    assert p.force.tolist() == [-50, 10, 10, 5, 0, 0]
+    assert np.allclose(p.frame_rotation, np.eye(3)) and not p.d_given  # an unset Pose's zero quaternion
+    assert len(notes) == 2 + 7 + 2 + 1 and any("K_impedance[0] 5000 capped to 1300" in n for n in notes)
+
+
+def test_an_inactive_command_ignores_the_rest():
+    w = words(active=False, K=(-1,) * 6)  # (the SDK's exit message: defaults, whatever they are)
+    assert not InteractionParams(w, 7).active
+
+
+# ---- the law on its own ---------------------------------------------------------------------------------
+def test_the_rotational_wall_pushes_back_beyond_82_5_degrees_unless_constrained_zero_g(rm):
+    q = CFG.full_pose("neutral").astype(float)
+    q_ref = q.copy()
+    q_ref[6] += np.radians(95.0)  # the reference 95° away about the hand's axis
+    zero = np.zeros_like(q)
+    out = {}
+    for free in (False, True):
+        imp = CartesianImpedance(rm, "right_hand", slice(0, 7), LIM, 0.001)
+        imp.set(InteractionParams(words(K=(1300, 1300, 1300, 0, 0, 0), K_ns=(0,) * 7, rotations_cz=free), 7))
+        imp.start()
+        for _ in range(200):  # (the slew limit)
+            assert imp.compute(q, zero, q_ref, zero)
+        out[free] = imp.tau.copy()
+    assert abs(out[False][6]) > 20.0  # the wall: (95 − 82.5)° at 300 Nm/rad ≈ 65 Nm about the hand's axis
+    assert np.abs(out[True]).max() < 1e-6  # zero rotational stiffness, no wall, no nullspace stiffness
+
+
+def test_the_interaction_torque_is_slew_limited(rm):
+    q = CFG.full_pose("neutral").astype(float)
+    q_ref = q.copy()
+    q_ref[1] += 0.2
+    imp = CartesianImpedance(rm, "right_hand", slice(0, 7), LIM, 0.001)
+    imp.set(InteractionParams(words(), 7))
+    imp.start()
+    assert imp.compute(q, np.zeros_like(q), q_ref, np.zeros_like(q))
+    assert np.abs(imp.tau).max() <= LIM.torque_rate * 0.001 + 1e-12
+
+
+# ---- on the arm ------------------------------------------------------------------------------------------
+def pose_of(L, rm, axis, x0) -> float:
+    """The hand's displacement from ``x0`` along / about base axis ``axis``."""
+    x = rm.fk(L.q, "right_hand")
+    return float((x.translation - x0.translation)[axis] if axis < 3 else pin.log3(x.rotation @ x0.rotation.T)[axis - 3])
+
+
+@pytest.mark.parametrize("axis, k, push", [(0, 500.0, 10.0), (1, 800.0, 10.0), (2, 1300.0, -15.0),
+                                           (3, 20.0, 2.0), (4, 10.0, 1.0), (5, 30.0, 2.0)])
+def test_impedance_stiffness_per_axis_is_within_10_percent(rm, axis, k, push):
+    # the slope between two loads in the same direction, as a stiffness is measured on a real arm: the joints' dry
+    # friction (sim.frictionloss, up to 0.3 Nm) holds the same way at both and drops out
+    L = started()
+    K = [1300.0, 1300.0, 1300.0, 30.0, 30.0, 30.0]
+    K[axis] = k
+    interact(L, K=K, D=[60.0, 60.0, 60.0, 2.0, 2.0, 2.0])
+    moved = []
+    x0 = rm.fk(L.q, "right_hand")
+    for load in (0.5 * push, push):
+        w = np.zeros(6)
+        w[axis] = load
+        L.backend.apply_wrench("right_hand", w, 3.0)
+        L.run(2.0)
+        moved.append(pose_of(L, rm, axis, x0))
+    assert 0.5 * push / (moved[1] - moved[0]) == pytest.approx(k, rel=0.10)
+    assert L.cycle.interaction_engaged and L.cycle.detection.count == 0  # a hand pushing: not a collision
+
+
+@pytest.mark.parametrize("newtons", [10.0, 30.0])
+def test_force_mode_presses_a_surface_with_the_commanded_force(rm, newtons):
+    L = started([BENCH])
+    # down through free space at F / D (a slow approach: no impact), onto the bench
+    interact(L, modes=(IMPEDANCE, IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE), force=(0, 0, -newtons, 0, 0, 0),
+             D=(100, 100, 40 * newtons, 5, 5, 5))
+    L.run(2.0)
+    forces = []
+    for _ in range(20):
+        L.run(0.05)
+        forces.append(L.backend.scene_force()[2])
+    assert L.backend.scene_contact() is not None
+    assert np.mean(forces) == pytest.approx(newtons, abs=1.0)
+    assert L.cycle.detection.count == 0 and L.cycle.interaction_engaged  # pressing on purpose is no squish
+
+
+def test_impedance_with_force_limit_never_pushes_harder_than_the_limit(rm):
+    L = started([BENCH])
+    f = 15.0
+    interact(L, modes=(IMPEDANCE_WITH_FORCE_LIMIT,) * 6, force=(f, f, f, 5, 5, 5), D=(200, 200, 200, 5, 5, 5))
+    L.set(speed_ratio=0.1)  # the reference sinks slowly 6 cm into the bench (a contact task: no impact)
+    target = L.arm_q + np.array([0, 0.15, 0, 0, 0, 0, 0])
+    press = []
+    for _ in range(300):
+        L.send(POSITION_MODE, ARM, position=target)
+        L.run(0.01)
+        press.append(L.backend.scene_force()[2])
+        assert np.abs(L.cycle.impedance.F[:3]).max() <= f + 1e-9  # what the controller asks for
+    assert L.backend.scene_contact() is not None and L.cycle.detection.count == 0
+    assert 1300 * np.abs(L.cycle.impedance.e[:3]).max() > 2 * f  # the impedance alone would push far harder
+    settled = np.mean(press[-50:])  # the reference at rest, the arm pressing
+    assert 0.8 * f < settled <= 1.05 * f
+
+
+def test_force_with_motion_limit_stops_0_12_m_from_the_reference(rm):
+    L = started()
+    interact(L, modes=(IMPEDANCE, IMPEDANCE, FORCE_WITH_MOTION_LIMIT, IMPEDANCE, IMPEDANCE, IMPEDANCE),
+             force=(0, 0, -10.0, 0, 0, 0))
+    z0 = hand(L, rm)[2] + L.cycle.impedance.e[2]  # the reference (e: reference − actual)
+    L.run(4.0)
+    drop = z0 - hand(L, rm)[2]
+    assert drop == pytest.approx(0.12, abs=0.01)
+    assert np.abs(L.state.local.velocity[:7]).max() < 0.01  # stopped there
+
+
+def test_constrained_zero_g_lets_the_free_axes_move_and_holds_the_others(rm):
+    L = started()
+    # constrained_zeroG.py: x, y free (K 0, max_impedance False), z and rotations at max impedance
+    interact(L, K=(0, 0, 1300, 30, 30, 30), max_k=(False, False, True, True, True, True),
+             K_ns=(10, 10, 7, 0, 0, 0, 0), rotations_cz=True)
+    x0 = hand(L, rm)
+    L.backend.apply_wrench("right_hand", [0, 8.0, -8.0, 0, 0, 0], 1.0)
+    L.run(1.0)
+    moved = hand(L, rm) - x0
+    assert abs(moved[1]) > 0.05  # free: it goes with the push
+    assert abs(moved[2]) < 8.0 / 1300 * 1.5 + 0.002  # held at max impedance (≥ 1300 N/m)
+    assert L.state.local.interaction_k[2] >= 1300 and L.state.local.interaction_k[0] == 0
+
+
+def test_reference_resetting_on_a_parameter_change_and_its_opt_out(rm):
+    for no_reset in (False, True):
+        L = started()
+        interact(L, K=(200, 200, 200, 30, 30, 30), no_reset=no_reset)
+        x0 = hand(L, rm)
+        L.backend.apply_wrench("right_hand", [10.0, 0, 0, 0, 0, 0], 1.5)
+        L.run(1.0)  # pushed 5 cm along x, still pushed
+        interact(L, K=(150, 200, 200, 30, 30, 30), no_reset=no_reset)  # a parameter changes
+        L.run(1.5)  # the push ends: the arm goes back to the reference
+        back = hand(L, rm)[0] - x0[0]
+        if no_reset:
+            assert abs(back) < 0.01  # back where it started
+        else:
+            assert back > 0.03  # the reference was reset where the push had it
+
+
+def test_deactivation_holds_where_the_arm_is_and_repeats_change_nothing(rm):
+    L = started()
+    interact(L, K=(200, 200, 200, 30, 30, 30))
+    x0 = hand(L, rm)
+    L.backend.apply_wrench("right_hand", [10.0, 0, 0, 0, 0, 0], 1.5)
+    L.run(1.0)
+    interact(L, K=(200, 200, 200, 30, 30, 30))  # the SDK's 10 Hz re-send: no reset, nothing changes
+    assert L.cycle.interaction_engaged
+    L.run(0.19)  # (the push ends 10 ms after the switch)
+    here = hand(L, rm)
+    assert here[0] - x0[0] > 0.04  # pushed away from the interaction reference
+    L.event(MSG_INTERACTION, *words(active=False))
+    L.run(1.5)
+    assert not L.cycle.interaction_engaged and L.cycle.arbiter.active is L.cycle.hold
+    assert np.abs(hand(L, rm) - here).max() < 0.005  # position control holds there: no spring back
+
+
+def test_the_cuff_overrides_interaction_and_release_returns_to_it(rm):
+    L = started()
+    interact(L, K=(0, 0, 1300, 30, 30, 30), max_k=(False, False, True, True, True, True), rotations_cz=True)
+    L.event(MSG_CUFF, 1)
+    L.run(0.1)
+    assert L.cycle.arbiter.active is L.cycle.zero_g and not L.cycle.interaction_engaged
+    L.event(MSG_CUFF, 0)
+    L.run(0.5)
+    assert L.cycle.interaction_engaged  # latched: no new message needed
+    x0 = hand(L, rm)
+    L.backend.apply_wrench("right_hand", [0, 8.0, 0, 0, 0, 0], 1.0)
+    L.run(1.0)
+    assert abs(hand(L, rm)[1] - x0[1]) > 0.05  # constrained zero-G again
