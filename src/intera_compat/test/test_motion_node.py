@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import rospy
 from geometry_msgs.msg import PoseStamped
-from intera_core_msgs.msg import IOComponentCommand, JointCommand, RobotAssemblyState, SEAJointState
+from intera_core_msgs.msg import InteractionControlCommand, IOComponentCommand, JointCommand, RobotAssemblyState, SEAJointState
 from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandGoal, MotionCommandResult,
                                     Trajectory, TrajectoryOptions, Waypoint, WaypointOptions)
 from ros_helpers import ARM, Latest, arm_positions, publisher, send_positions, wait_for
@@ -151,9 +151,11 @@ def test_error_ids_of_requests_the_controller_cannot_carry_out(sim, motion):
     res = motion.run(bad)
     assert not res.result and res.errorId == "INVALID_TRAJECTORY_MESSAGE"
     assert res.last_successful_waypoint == MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
-    # interaction along a trajectory (go_to_joint_angles_in_contact.py): refused clearly until it exists
-    res = motion.run(joint_goal([q0, NEUTRAL], interaction_control=True))
+    # interaction along a trajectory with a malformed interaction_params: refused before anything moves
+    bad = InteractionControlCommand(interaction_control_active=True, K_impedance=[1300.0] * 5)
+    res = motion.run(joint_goal([q0, NEUTRAL], interaction_control=True, interaction_params=bad))
     assert not res.result and res.errorId == "INVALID_TRAJECTORY_MESSAGE"
+    assert np.abs(arm_positions(sim) - q0).max() < 0.005
     # a path through a self-collision
     fold = list(NEUTRAL)
     fold[3] = 3.0

@@ -74,7 +74,6 @@ def test_joint_names_in_any_order_are_mapped_to_the_limb_order():
     (TrajectoryRequest(joint_names=ARM, waypoints=[joint_wp(max_joint_speed_ratio=-0.5)]), "max_joint_speed_ratio is -0.5"),
     (TrajectoryRequest(joint_names=ARM, waypoints=[joint_wp(max_joint_accel=[1, 2])]), "max_joint_accel has 2 values"),
     (TrajectoryRequest(joint_names=ARM, waypoints=[joint_wp(corner_distance=float("nan"))]), "corner_distance is nan"),
-    (TrajectoryRequest(joint_names=ARM, waypoints=[joint_wp()], interaction_control=True), "interaction_control"),
     (TrajectoryRequest(joint_names=ARM, waypoints=[joint_wp()], use_min_time_rate=True, min_time_rate=0.8,
                        use_max_time_rate=True, max_time_rate=0.5), "min_time_rate 0.8 > max_time_rate 0.5"),
 ])

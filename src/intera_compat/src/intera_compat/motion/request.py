@@ -155,10 +155,6 @@ def validate(req: TrajectoryRequest, joint_names: list[str], accel_limits: np.nd
     if kind not in (JOINT, CARTESIAN):
         raise _invalid(f"trajectory_options.interpolation_type is {kind!r}: JOINT or CARTESIAN "
                        "(one type per trajectory)")
-    if req.interaction_control:
-        raise _invalid("trajectory_options.interaction_control: interaction control along a trajectory is not "
-                       "available in this release (send the trajectory without it, or use "
-                       "interaction_control_command on its own)")
     endpoints = {w.active_endpoint or tips[0] for w in req.waypoints}
     if len(endpoints) > 1:
         raise _invalid(f"waypoints have different active_endpoints ({', '.join(sorted(endpoints))}): "

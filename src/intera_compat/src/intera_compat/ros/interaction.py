@@ -31,26 +31,29 @@ class InteractionTopics:
         rospy.Subscriber(f"{limb_ns}/interaction_control_command", InteractionControlCommand, self._on_command,
                          queue_size=1, tcp_nodelay=True)
 
-    def _on_command(self, msg: InteractionControlCommand) -> None:
-        try:
-            words, notes = pack_message(msg, self.n, self.endpoint, self.limits)
-        except ValueError as e:
-            rospy.logerr_throttle(1.0, f"interaction_control_command refused: {e}; nothing changed")
-            return
+    def apply(self, msg: InteractionControlCommand) -> bool:
+        """Hand ``msg`` to the loop unless it is the command already in force (False then). ValueError naming a
+        bad field, or saying why the loop cannot take it; nothing changes then."""
+        words, notes = pack_message(msg, self.n, self.endpoint, self.limits)
         with self.lock:
             if self.last_words is not None and (words == self.last_words).all():
-                return  # the same command again: nothing to tell the loop
+                return False  # the same command again (the SDK re-sends it at 10 Hz): nothing to tell the loop
             if not self.available and words[0] > 0.5:
-                rospy.logerr_throttle(5.0, "interaction_control_command refused: interaction control needs an arm "
-                                           "that takes joint torques; this backend does not")
-                return
+                raise ValueError("interaction control needs an arm that takes joint torques; this backend does not")
             if not self.post(words):
-                return  # (logged by the poster; the next re-send tries again)
+                raise ValueError("the realtime loop did not take it (command ring full)")
             self.last_words = words
             self.accepted = msg if msg.interaction_control_active else None
         for note in notes:
             rospy.logwarn(f"interaction_control_command: {note}")
         rospy.loginfo("interaction control " + ("on" if msg.interaction_control_active else "off: position hold"))
+        return True
+
+    def _on_command(self, msg: InteractionControlCommand) -> None:
+        try:
+            self.apply(msg)
+        except ValueError as e:
+            rospy.logerr_throttle(1.0, f"interaction_control_command refused: {e}; nothing changed")
 
     def publish(self, st, stamp) -> None:
         """InteractionControlState from the loop's record (what is in effect) while interaction control is on."""

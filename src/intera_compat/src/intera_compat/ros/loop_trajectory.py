@@ -62,12 +62,15 @@ class LoopTrajectory:
             time.sleep(0.01)
         return True
 
-    def send(self, names, t, q, v=None, a=None, scaling: float = 1.0, tracking: int = 0, kp=()) -> None:
-        """Start a trajectory (a running one of this client is replaced by the loop); ``tracking`` and
-        ``kp``: ExecuteTrajectory's TRACK_* and velocity_kp."""
+    def send(self, names, t, q, v=None, a=None, scaling: float = 1.0, tracking: int = 0, kp=(),
+             interaction=None) -> None:
+        """Start a trajectory (a running one of this client is replaced by the loop); ``tracking``, ``kp`` and
+        ``interaction`` (an InteractionControlCommand): ExecuteTrajectory's TRACK_*, velocity_kp, interaction."""
         goal = ExecuteTrajectoryGoal(trajectory=joint_trajectory(names, t, q, v, a), time_scaling=scaling,
                                      keepalive_timeout=self.keepalive_timeout, tracking=tracking,
                                      velocity_kp=list(kp))
+        if interaction is not None:
+            goal.interaction = interaction
         with self.lock:  # a fast answer (a rejection) waits in its callback until gh is known
             self.result, self.feedback = None, None
             self.scaling = scaling

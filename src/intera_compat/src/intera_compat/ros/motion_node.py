@@ -22,14 +22,16 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Empty
 
 from ..config import load_config
+from ..control.interaction import InteractionLimits
 from ..motion import errors as E
 from ..motion.analysis import Analysis, Tracking, planned
 from ..motion.errors import MotionError
 from ..motion.planner import MotionPlanner
 from ..motion.request import TrajectoryRequest, WaypointRequest, validate
 from ..sources import trajectory as T
-from .loop_trajectory import LoopTrajectory
 from .conversions import pose_msg
+from .interaction import pack_message
+from .loop_trajectory import LoopTrajectory
 
 HAVE_NOT_REACHED_FIRST_WAYPOINT = MotionCommandResult.HAVE_NOT_REACHED_FIRST_WAYPOINT
 GENERAL_TRAJECTORY_FAILURE = MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
@@ -93,6 +95,7 @@ class MotionControllerNode:
         L = f"/robot/limb/{cfg.limb}"
         keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.1)))
         self.loop = LoopTrajectory(L, keepalive_timeout=keepalive)
+        self.interaction_limits = InteractionLimits.from_config(cfg.control.get("interaction"))
         self.lock = threading.Condition()
         self.pending = None  # the next goal handle to serve
         self.current = None  # the goal handle being served
@@ -214,6 +217,14 @@ class MotionControllerNode:
                               self.cfg.tips, self.rm.has_frame, lambda f: self.rm.fk(q_now, f))
             for w in motion.warnings:
                 rospy.logwarn(f"motion request {label!r}: {w}")
+            opts = goal.trajectory.trajectory_options
+            interaction = opts.interaction_params if opts.interaction_control else None
+            if interaction is not None:
+                try:  # (the loop's own check, early: a refused field is the request's fault)
+                    pack_message(interaction, self.n, self.cfg.tips[0], self.interaction_limits)
+                except ValueError as e:
+                    raise MotionError(E.INVALID_TRAJECTORY_MESSAGE,
+                                      f"trajectory_options.interaction_params: {e}") from None
             if start:
                 self._require_enabled()
             suppressed = self.collision_check_suppressed()
@@ -237,7 +248,7 @@ class MotionControllerNode:
             self._answer(gh, _Outcome(False, message="replaced by a newer goal", preempted=True), analysis,
                          HAVE_NOT_REACHED_FIRST_WAYPOINT)
             return
-        self._execute(gh, label, motion, plan, analysis)
+        self._execute(gh, label, motion, plan, analysis, interaction)
 
     def _arm_state(self) -> SEAJointState:
         sea = self.sea
@@ -278,12 +289,17 @@ class MotionControllerNode:
             raise MotionError(E.CONTROLLER_NOT_FOLLOWING, f"the robot is {why}: enable it first")
 
     # ---- execution and monitoring -------------------------------------------------------------
-    def _execute(self, gh, label, motion, plan, analysis: Analysis) -> None:
+    def _execute(self, gh, label, motion, plan, analysis: Analysis, interaction=None) -> None:
+        """Run ``plan`` in the loop. With ``interaction`` (trajectory_options.interaction_params of a trajectory
+        with interaction_control) the loop takes those parameters first and the plan is the interaction
+        controller's moving reference: the arm may then be held off it on purpose (contact, force axes), so
+        neither the tracking slow-down nor the final-pose check applies."""
         W = len(motion.waypoints)
         tracking = Tracking(analysis)
         self.tracking = tracking
         started = rospy.get_time()
-        self.loop.send(self.arm, plan.t, plan.q, plan.v, scaling=motion.max_time_rate)
+        compliant = interaction is not None and interaction.interaction_control_active
+        self.loop.send(self.arm, plan.t, plan.q, plan.v, scaling=motion.max_time_rate, interaction=interaction)
         self._status(MotionStatus.MOTION_RUNNING, label, 0)
         outcome = None
         k = 0
@@ -297,7 +313,7 @@ class MotionControllerNode:
             fb = self.loop.feedback
             if fb is not None and fb.state == T.TRAJ_RUNNING:
                 tracking.rate(fb.scaling)
-                if motion.min_time_rate < motion.max_time_rate:
+                if motion.min_time_rate < motion.max_time_rate and not compliant:
                     self.loop.set_scaling(self._time_rate(motion, fb.error))
             if self.loop.silent_for() > LOOP_SILENCE:
                 self.loop.cancel()
@@ -316,7 +332,9 @@ class MotionControllerNode:
         last = self._passed(plan)
         if outcome is None:
             outcome = self._loop_outcome(self.loop.result)
-            if outcome is None:  # the loop ran it to its end: did the arm settle on the goal?
+            if outcome is None and compliant:
+                outcome = _Outcome(True)  # (the reference reached its goal; the arm is where the interaction has it)
+            elif outcome is None:  # the loop ran it to its end: did the arm settle on the goal?
                 try:
                     outcome = self._settle(plan, motion)
                 except MotionError as e:  # the arm's state stopped arriving

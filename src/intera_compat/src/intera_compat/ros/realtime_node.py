@@ -105,18 +105,19 @@ class RealtimeLoopNode:
             keep_off_cpu(loop_cpu())  # the loop process has that core to itself
         self._make_publishers()
         self._make_subscribers()
-        self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}")
+        # interaction control needs joint torques: the sim's (position-only arms: issue 12's backends)
+        self.interaction = InteractionTopics(f"/robot/limb/{self.limb}", cfg.n_arm, cfg.tips[0],
+                                             InteractionLimits.from_config(cfg.control.get("interaction")),
+                                             lambda w: self._event(MSG_INTERACTION, w, EVENT_PATIENCE),
+                                             available=rospy.get_param("~backend", "sim") == "sim")
+        self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}",
+                                                         self.interaction)
         # IO node "robot" (cuff, navigator, lights), in this process like on the robot; the sim presses its buttons
         self._cuff = False  # the level last given to the loop
         self._cuff_lock = threading.Lock()
         self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
                                sim=rospy.get_param("~backend", "sim") == "sim")
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
-        # interaction control needs joint torques: the sim's (position-only arms: issue 12's backends)
-        self.interaction = InteractionTopics(f"/robot/limb/{self.limb}", cfg.n_arm, cfg.tips[0],
-                                             InteractionLimits.from_config(cfg.control.get("interaction")),
-                                             lambda w: self._event(MSG_INTERACTION, w, EVENT_PATIENCE),
-                                             available=rospy.get_param("~backend", "sim") == "sim")
         self._diag_prev = None
         self._collisions_seen = 0
         self._safety_div = 0

@@ -69,8 +69,10 @@ def goal_arrays(traj):
 
 
 class ExecuteTrajectoryServer:
-    def __init__(self, client: TrajectoryClient, ns: str):
+    def __init__(self, client: TrajectoryClient, ns: str, interaction=None):
+        """``interaction``: the node's InteractionTopics (goals may switch interaction control on)."""
         self.client = client
+        self.interaction = interaction
         self.lock = threading.Lock()
         self.goals: dict[int, _Goal] = {}  # by loop trajectory id
         self.by_goal_id: dict[str, _Goal] = {}
@@ -95,6 +97,13 @@ class ExecuteTrajectoryServer:
             if kp is not None and len(kp) != len(names):
                 raise TrajectoryError(f"velocity_kp has {len(kp)} values for {len(names)} joint_names")
             with self.lock:
+                if goal.interaction.interaction_control_active:
+                    if self.interaction is None:
+                        raise TrajectoryError("interaction: this robot has no interaction controller")
+                    try:
+                        self.interaction.apply(goal.interaction)
+                    except ValueError as e:
+                        raise TrajectoryError(f"interaction: {e}") from None
                 traj_id = self.client.execute(t, q, v, a, names, scaling, goal.tracking, kp)
                 gh.set_accepted()
                 g = _Goal(gh, gid, traj_id, timeout, time.monotonic(), scaling,
