@@ -51,6 +51,8 @@ class InteractionLimits:
     motion_limit: tuple = (0.12, 0.2618)  # m, rad: FORCE_WITH_MOTION_LIMIT
     rotation_wall: float = math.radians(82.5)
     torque_rate: float = 2000.0  # Nm/s per joint: the interaction torque's slew limit
+    torque_loop_rate: float = 50.0  # 1/s: the joint-torque loop's integral rate (0: off) ...
+    torque_loop_cap: float = 1.0  # Nm: ... and the most it adds per joint (it takes the joints' friction off)
 
     @classmethod
     def from_config(cls, c: dict | None) -> "InteractionLimits":
@@ -199,6 +201,7 @@ class CartesianImpedance:
         self.cols = rm.perm[arm]  # pinocchio velocity indices of the arm joints (revolute: idx_v = idx_q)
         n = self.n = len(self.cols)
         self.params: InteractionParams | None = None
+        self._fresh = True
         self.K = np.zeros(6)  # in effect this cycle (max_impedance resolved)
         self.D = np.zeros(6)
         self.F = np.zeros(6)  # the commanded endpoint wrench, interaction-frame axes
@@ -216,6 +219,18 @@ class CartesianImpedance:
         self._mlim = np.repeat(limits.motion_limit, 3)
         self._w2 = (2.0 * math.pi * limits.bandwidth_hz) ** 2
         self._dstep = limits.torque_rate * dt
+        self._ix = np.ix_(self.cols, self.cols)
+        self._lower = np.tril_indices(n, -1)
+        self._reg = 1e-6 * np.eye(6)
+        self._e_w = np.zeros(6)
+        # the joint-torque loop (a Sawyer's series-elastic joints close one): the link-side torque the joint
+        # sensors measure is driven to the torque asked for, integrating their difference — what the joints'
+        # own friction and damping take away is added back (bounded by torque_loop_cap)
+        self.comp = np.zeros(n)
+        self._ki = limits.torque_loop_rate * dt
+        self._cap = limits.torque_loop_cap
+        self._asked = np.zeros(n)
+        self._te = np.zeros(n)
 
     def set(self, params: InteractionParams) -> None:
         self.params = params
@@ -223,7 +238,25 @@ class CartesianImpedance:
     def start(self) -> None:
         """Interaction takes the arm now: the torque ramps from zero."""
         self.tau[:] = 0.0
+        self.comp[:] = 0.0
+        self._fresh = True
         self._ref_key = b""
+
+    def commanded(self, effort: np.ndarray) -> None:
+        """After the law and the safety chain: this cycle's joint torques (arm joints). Less the torque loop's
+        own share, that is what the links should feel next cycle."""
+        np.subtract(effort, self.comp, out=self._asked)
+
+    def compensate(self, measured: np.ndarray) -> None:
+        """Before ``compute``: the link-side torques the joints measure now (what last cycle's command gave)."""
+        if self._ki <= 0.0 or self._fresh:
+            self._fresh = False
+            return
+        e = self._te
+        np.subtract(self._asked, measured, out=e)
+        e *= self._ki
+        self.comp += e
+        np.clip(self.comp, -self._cap, self._cap, out=self.comp)
 
     def _reference(self, q_ref: np.ndarray, v_ref: np.ndarray) -> None:
         key = q_ref.tobytes() + v_ref.tobytes()
@@ -245,14 +278,13 @@ class CartesianImpedance:
         rm = self.rm
         rm.to_pin(q, self._q)
         rm.to_pin(v, self._v)
-        pin.computeAllTerms(m, d, self._q, self._v)  # M, J, frame-independent kinematics
-        x = pin.updateFramePlacement(m, d, self.fid)
-        J = pin.getFrameJacobian(m, d, self.fid, pin.LOCAL_WORLD_ALIGNED)[:, self.cols]
-        M = d.M[np.ix_(self.cols, self.cols)]
-        M = np.triu(M) + np.triu(M, 1).T
+        M = pin.crba(m, d, self._q)[self._ix]  # (upper triangle filled)
+        M[self._lower] = M.T[self._lower]
+        J = pin.computeFrameJacobian(m, d, self._q, self.fid, pin.LOCAL_WORLD_ALIGNED)[:, self.cols]
+        x = d.oMf[self.fid]
         xd = J @ v[arm]
         # errors in the base frame: position, rotation vector taking the actual orientation to the reference
-        e_w = np.empty(6)
+        e_w = self._e_w
         e_w[:3] = self._x_ref.translation - x.translation
         e_w[3:] = pin.log3(self._x_ref.rotation @ x.rotation.T)
         # the interaction frame's axes
@@ -265,9 +297,8 @@ class CartesianImpedance:
         ed = R6.T @ (self._xd_ref - xd)
         xd_a = R6.T @ xd
         # apparent endpoint inertia in those axes (for max_impedance and the damping floor)
-        Minv = np.linalg.inv(M)
-        lam_inv = J @ Minv @ J.T
-        lam = np.linalg.inv(lam_inv + 1e-6 * np.eye(6))
+        MiJt = np.linalg.solve(M, J.T)  # M⁻¹ Jᵀ
+        lam = np.linalg.inv(J @ MiJt + self._reg)
         lam_a = np.diag(R6.T @ lam @ R6)
         K, D = self.K, self.D
         np.copyto(K, np.clip(lam_a * self._w2, self._k_lo, self._k_hi), where=p.max_k)
@@ -305,7 +336,7 @@ class CartesianImpedance:
         dq = q_ref[arm] - q[arm]
         d_ns = lim.nullspace_damping + 2.0 * np.sqrt(p.K_ns * 0.05)
         t0 = p.K_ns * dq - d_ns * v[arm]
-        Jbar = Minv @ J.T @ lam
+        Jbar = MiJt @ lam
         tau_ns = t0 - J.T @ (Jbar.T @ t0)
         target = tau_task + tau_ns
         if not np.isfinite(target).all():

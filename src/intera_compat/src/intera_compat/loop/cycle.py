@@ -148,6 +148,7 @@ class LoopCycle:
         self.impedance = (CartesianImpedance(rm, cfg.tips[0], arm, InteractionLimits.from_config(c.get("interaction")),
                                              dt) if self.adapter.supports(Capability.TORQUE) else None)
         self._no_interaction = (*self._measured_handover, self.torque)
+        self._torque_loop = self.adapter.supports(Capability.EFFORT)  # link-side joint torques are measured
         self.interaction_engaged = False
         self.interaction_failures = 0  # cycles whose interaction torque was not finite (the arm held instead)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
@@ -352,11 +353,13 @@ class LoopCycle:
         if not engaged:
             return
         sp, hw, imp = self.sp, self.hw, self.impedance
+        i = imp.arm
+        if self._torque_loop:
+            imp.compensate(hw.effort[i])
         if not imp.compute(hw.position, hw.velocity, sp.q, sp.v):
             self.interaction_failures += 1  # (a singular configuration): position control holds this cycle
             return
-        i = imp.arm
-        sp.tau[i] = imp.tau
+        np.add(imp.tau, imp.comp, out=sp.tau[i])
         sp.torque_only[i] = True
         sp.fixed[i] = False
         if det is not None:  # what the controller pushes with is not a collision (the next cycle's detection)
@@ -537,6 +540,9 @@ class LoopCycle:
                     arb.head.rebase(sp)
         self.law.compute(hw, sp, self.adapter.command)
         out_code = chain.on_output(hw, sp, self.adapter.command)
+        if self.interaction_engaged and self._torque_loop:
+            imp = self.impedance
+            imp.commanded(self.adapter.command.effort[imp.arm])
         if out_code and not code:
             code, joint = out_code, chain.fault_joint
         if code:
