@@ -187,6 +187,27 @@ class InteractionParams:
         return other is not None and np.array_equal(self.words, other.words)
 
 
+def axis_wrench(p: InteractionParams, K, D, e, ed, xd, motion_limit, k_wall, F) -> None:
+    """The controller's wrench per axis of the interaction frame (into ``F``): ``e`` reference − actual pose,
+    ``ed`` their velocity difference, ``xd`` the actual velocity (what force-mode damping brakes)."""
+    for i in range(6):
+        mode = p.modes[i]
+        if mode == IMPEDANCE:
+            F[i] = K[i] * e[i] + D[i] * ed[i]
+        elif mode == IMPEDANCE_WITH_FORCE_LIMIT:
+            f = abs(p.force[i])
+            F[i] = min(max(K[i] * e[i] + D[i] * ed[i], -f), f)
+        else:  # FORCE, FORCE_WITH_MOTION_LIMIT
+            F[i] = p.force[i] - (0.0 if p.disable_damping else D[i] * xd[i])
+            if mode == FORCE_WITH_MOTION_LIMIT:
+                over = abs(e[i]) - motion_limit[i]  # e: reference − actual, so −e is the displacement
+                if over > 0.0:
+                    out = -math.copysign(1.0, e[i])  # the direction the arm went
+                    if F[i] * out > 0.0:
+                        F[i] = 0.0  # no more push outward
+                    F[i] -= out * (k_wall[i] * over + D[i] * max(xd[i] * out, 0.0))
+
+
 class CartesianImpedance:
     """τ for the arm joints (``arm``: a slice of the config order) of a torque-controlled arm, from the
     measured state and the reference (``q_ref``, ``v_ref``), under ``params``. Uses the loop's RobotModel
@@ -308,25 +329,9 @@ class CartesianImpedance:
         else:
             D[:] = self._d0 * np.sqrt(K / self._k_lo)
         np.maximum(D, 2.0 * lim.min_damping_ratio * np.sqrt(K * np.maximum(lam_a, 0.0)), out=D)
-        F = self.F
-        for i in range(6):
-            mode = p.modes[i]
-            if mode == IMPEDANCE:
-                F[i] = K[i] * e[i] + D[i] * ed[i]
-            elif mode == IMPEDANCE_WITH_FORCE_LIMIT:
-                f = abs(p.force[i])
-                F[i] = min(max(K[i] * e[i] + D[i] * ed[i], -f), f)
-            else:  # FORCE, FORCE_WITH_MOTION_LIMIT
-                F[i] = p.force[i] - (0.0 if p.disable_damping else D[i] * xd_a[i])
-                if mode == FORCE_WITH_MOTION_LIMIT:
-                    over = abs(e[i]) - self._mlim[i]  # e: reference − actual, so −e is the displacement
-                    if over > 0.0:
-                        out = -math.copysign(1.0, e[i])  # the direction the arm went
-                        if F[i] * out > 0.0:
-                            F[i] = 0.0  # no more push outward
-                        F[i] -= out * (self._k_hi[i] * over + D[i] * max(xd_a[i] * out, 0.0))
+        axis_wrench(p, K, D, e, ed, xd_a, self._mlim, self._k_hi, self.F)
         Fw = self.F_world
-        Fw[:] = R6 @ F
+        Fw[:] = R6 @ self.F
         if not p.rotations_cz:
             theta = float(np.linalg.norm(e_w[3:]))
             if theta > lim.rotation_wall:

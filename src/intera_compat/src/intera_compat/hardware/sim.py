@@ -136,3 +136,83 @@ class SimBackend(Backend):
             self._xfrc[self._wrench_body] = 0.0
             self._wrench_body = -1
         mujoco.mj_step(self.m, self.d)
+
+
+class SimPositionBackend(SimBackend):
+    """The same MuJoCo arm behind a position interface, as an industrial arm's controller offers one (a UR's
+    servoJ): it takes joint position setpoints, tracks them with its own stiff servo and gravity compensation,
+    takes no torques, and reads an endpoint wrench from a wrist force/torque sensor (the contact and applied
+    forces on the links from the sensor's link outward, at the tip, base axes). Interaction control runs as
+    admittance here; collision detection has no joint torques to work with."""
+
+    capabilities = frozenset({Capability.POSITION, Capability.WRENCH, Capability.SIM_TIME})
+
+    def __init__(self, rm: RobotModel, initial_q: np.ndarray | None = None, obstacles=None,
+                 sensor_link: str = "right_l6", tip: str | None = None):
+        super().__init__(rm, initial_q, obstacles)
+        c = rm.cfg.sim.get("position_servo") or {}
+        self.kp = np.asarray(c.get("kp", [2000.0, 2000.0, 1000.0, 1000.0, 300.0, 300.0, 100.0, 50.0]), float)
+        self.kd = np.asarray(c.get("kd", [80.0, 80.0, 40.0, 40.0, 10.0, 10.0, 4.0, 2.0]), float)
+        self.sensor_link = sensor_link
+        self.tip = tip or rm.cfg.tips[0]
+
+    def connect(self) -> None:
+        super().connect()
+        m = self.m
+        root = m.body(self.sensor_link).id
+        self._sensed = np.array([b for b in range(m.nbody) if self._descends(b, root)])
+        self._tip_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, self.tip)
+        self._q_cmd = self.d.qpos[self._qadr].copy()
+        self._v_cmd = np.zeros(len(self.joint_names))
+        self._f6 = np.zeros(6)
+
+    def _descends(self, b: int, root: int) -> bool:
+        while b > 0:
+            if b == root:
+                return True
+            b = int(self.m.body_parentid[b])
+        return False
+
+    def read(self, state: HardwareState) -> None:
+        super().read(state)
+        self._sense(state.wrench)
+
+    def _sense(self, out: np.ndarray) -> None:
+        """The wrench the world exerts on the links beyond the sensor, at the tip (force N, torque Nm, base axes)."""
+        d, m = self.d, self.m
+        p = d.site_xpos[self._tip_site]
+        out[:] = 0.0
+        sensed = self._sensed
+        for k in range(d.ncon):
+            c = d.contact[k]
+            b1, b2 = int(m.geom_bodyid[c.geom1]), int(m.geom_bodyid[c.geom2])
+            in1, in2 = b1 in sensed, b2 in sensed
+            if in1 == in2:
+                continue
+            mujoco.mj_contactForce(m, d, k, self._f6)
+            f = c.frame.reshape(3, 3).T @ self._f6[:3]  # on geom2, from geom1
+            if in1:
+                f = -f
+            out[:3] += f
+            out[3:] += np.cross(c.pos - p, f)
+        for b in sensed:
+            w = self._xfrc[b]
+            if w.any():  # applied at the body's centre of mass
+                out[:3] += w[:3]
+                out[3:] += w[3:] + np.cross(d.xipos[b] - p, w[:3])
+
+    def write(self, command: HardwareCommand) -> None:
+        if command.mode != CommandMode.POSITION:
+            raise ValueError("this arm takes joint positions")
+        q = self._qpos[self._qadr]
+        v = self._qvel[self._dadr]
+        bias = self.d.qfrc_bias[self._dadr]  # gravity and Coriolis: the controller's own model
+        np.multiply(self.kp, command.position - q, out=self._tmp)
+        self._tmp += self.kd * (command.velocity - v)
+        self._tmp += bias
+        np.maximum(self._tmp, self._lo, out=self._ctrl)
+        np.minimum(self._ctrl, self._hi, out=self._ctrl)
+        if self._wrench_body >= 0 and self.d.time >= self.wrench_until:
+            self._xfrc[self._wrench_body] = 0.0
+            self._wrench_body = -1
+        mujoco.mj_step(self.m, self.d)
