@@ -8,7 +8,7 @@ import pytest
 from intera_compat.config import load_config
 from intera_compat.control.interaction import (FORCE, FORCE_WITH_MOTION_LIMIT, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT,
                                                CartesianImpedance, InteractionLimits, InteractionParams, pack)
-from intera_compat.hardware.sim import SimBackend
+from intera_compat.hardware.sim import SimBackend, SimPositionBackend
 from intera_compat.loop.layouts import MSG_CUFF, MSG_INTERACTION, POSITION_MODE
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
@@ -245,3 +245,43 @@ def test_the_cuff_overrides_interaction_and_release_returns_to_it(rm):
     L.backend.apply_wrench("right_hand", [0, 8.0, 0, 0, 0, 0], 1.0)
     L.run(1.0)
     assert abs(hand(L, rm)[1] - x0[1]) > 0.05  # constrained zero-G again
+
+
+# ---- a position-only arm (admittance) --------------------------------------------------------------------
+def position_arm(obstacles=()):
+    L = OfflineLoop(CFG, backend=SimPositionBackend(RobotModel(CFG), CFG.full_pose("neutral"),
+                                                    obstacles=list(obstacles)))
+    L.run(0.1)
+    assert L.cycle.admittance is not None and L.cycle.impedance is None
+    return L
+
+
+@pytest.mark.parametrize("axis, k, push", [(0, 500.0, 10.0), (2, 1300.0, -15.0), (3, 20.0, 2.0)])
+def test_admittance_stiffness_on_a_position_arm_is_within_10_percent(rm, axis, k, push):
+    L = position_arm()
+    K = [1300.0, 1300.0, 1300.0, 30.0, 30.0, 30.0]
+    K[axis] = k
+    interact(L, K=K)
+    x0 = rm.fk(L.q, "right_hand")
+    w = np.zeros(6)
+    w[axis] = push
+    L.backend.apply_wrench("right_hand", w, 3.0)
+    L.run(2.5)
+    assert push / pose_of(L, rm, axis, x0) == pytest.approx(k, rel=0.10)
+    L.run(1.5)  # the push ends: back to the reference (no drift, no oscillation)
+    assert abs(pose_of(L, rm, axis, x0)) < 0.1 * abs(push / k)
+    assert np.abs(L.state.local.velocity[:7]).max() < 0.01
+
+
+def test_admittance_force_mode_presses_a_surface_on_a_position_arm(rm):
+    L = position_arm([BENCH])
+    interact(L, modes=(IMPEDANCE, IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE), force=(0, 0, -10.0, 0, 0, 0))
+    L.run(1.5)
+    fz = []
+    for _ in range(50):
+        L.run(0.01)
+        fz.append(L.backend.scene_force()[2])
+    assert np.mean(fz) == pytest.approx(10.0, abs=1.0) and np.std(fz) < 0.5  # steady, not chattering
+    L.event(MSG_INTERACTION, *words(active=False))  # off: position hold where it is, no more pushing down
+    L.run(0.5)
+    assert not L.cycle.interaction_engaged and L.backend.scene_force()[2] < 10.5

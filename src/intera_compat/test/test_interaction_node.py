@@ -118,3 +118,19 @@ def test_go_to_joint_angles_in_contact_presses_the_table(launch):
         time.sleep(0.1)
     assert abs(np.mean(forces) - 10.0) < 2.0
     assert not detect.msg.collision_state and state.msg.interaction_control_active
+
+
+def test_interaction_on_a_position_only_arm_runs_as_admittance(launch):
+    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", "backend:=sim_position",
+           log_name="sim.log")
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(30)
+    state = Latest(f"{L}/interaction_control_state", InteractionControlState)
+    pub = publisher(f"{L}/interaction_control_command", InteractionControlCommand)
+    q0 = arm_positions(js)
+    msg = sdk_options(K_impedance=[0, 0, 1300, 30, 30, 30], max_impedance=[False, False, True, True, True, True])
+    assert wait_for(lambda: state.msg is not None and state.msg.interaction_control_active, 10,
+                    period=0.1, every=lambda: pub.publish(msg))
+    assert state.msg.K_impedance[2] == 3000 and state.msg.K_impedance[0] == 0  # max_impedance: the position arm's top
+    wait_for(lambda: False, 1.0, period=0.1, every=lambda: pub.publish(msg))
+    assert np.abs(arm_positions(js) - q0).max() < 0.005  # nothing pushes: it holds

@@ -53,6 +53,9 @@ class InteractionLimits:
     torque_rate: float = 2000.0  # Nm/s per joint: the interaction torque's slew limit
     torque_loop_rate: float = 50.0  # 1/s: the joint-torque loop's integral rate (0: off) ...
     torque_loop_cap: float = 1.0  # Nm: ... and the most it adds per joint (it takes the joints' friction off)
+    admittance_mass: tuple = (10.0, 1.0)  # kg, kg m²: position arms' virtual endpoint inertia ...
+    admittance_damping_ratio: float = 0.7  # ... and its least damping ratio (a position servo adds none)
+    admittance_nullspace_rate: float = 1.0  # 1/s at K_nullspace 10: how fast the joints drift to the reference
 
     @classmethod
     def from_config(cls, c: dict | None) -> "InteractionLimits":
@@ -349,4 +352,97 @@ class CartesianImpedance:
         # slew-rate limit
         step = np.clip(target - self.tau, -self._dstep, self._dstep)
         self.tau += step
+        return True
+
+
+class CartesianAdmittance:
+    """Interaction control on an arm that takes joint positions (and measures the endpoint wrench): a virtual
+    mass-spring-damper offset δ of the endpoint from the reference, driven by the measured wrench and the
+    controller's own per-axis wrench (the same laws as the torque arms'), integrated every cycle and turned into
+    joint positions by one damped-least-squares step from the last command (plus a drift toward the reference's
+    joints in the nullspace). Damping is there from the start: never below ``admittance_damping_ratio``."""
+
+    def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
+        self.rm, self.arm, self.lim, self.dt = rm, arm, limits, dt
+        self.model, self.data = rm.model, rm.data
+        self.fid = rm.frame_id(tip)
+        self.cols = rm.perm[arm]
+        n = self.n = len(self.cols)
+        self.params: InteractionParams | None = None
+        self.K, self.D, self.F, self.F_world, self.e = (np.zeros(6) for _ in range(5))
+        self.delta = np.zeros(6)  # the endpoint's offset from the reference, interaction-frame axes
+        self.delta_v = np.zeros(6)
+        self.q_cmd = np.zeros(n)
+        self.v_cmd = np.zeros(n)
+        self._mass = np.repeat(limits.admittance_mass, 3)
+        self._k_lo, self._k_hi = np.repeat(limits.k_cap, 3), np.repeat(limits.k_top, 3)
+        self._d0 = np.repeat(limits.d_default, 3)
+        self._mlim = np.repeat(limits.motion_limit, 3)
+        self._q = np.zeros(rm.model.nq)
+        self._R6 = np.zeros((6, 6))
+        self._err = np.zeros(6)
+        self._lam2 = 1e-4 * np.eye(6)
+        self._ns_rate = limits.admittance_nullspace_rate * dt / limits.kns_cap
+
+    def set(self, params: InteractionParams) -> None:
+        self.params = params
+
+    def start(self, q: np.ndarray) -> None:
+        """Interaction takes the arm at measured joint positions ``q`` (arm joints)."""
+        self.delta[:] = 0.0
+        self.delta_v[:] = 0.0
+        self.q_cmd[:] = q
+        self.v_cmd[:] = 0.0
+
+    def _fk(self, q_arm: np.ndarray, q_full: np.ndarray):
+        self._q[:] = 0.0
+        self.rm.to_pin(q_full, self._q)
+        self._q[self.cols] = q_arm
+        J = pin.computeFrameJacobian(self.model, self.data, self._q, self.fid, pin.LOCAL_WORLD_ALIGNED)[:, self.cols]
+        return self.data.oMf[self.fid], J
+
+    def compute(self, q: np.ndarray, wrench: np.ndarray, q_ref: np.ndarray) -> bool:
+        """Advance one cycle: ``q`` measured (all joints), ``wrench`` the measured external wrench at the tip
+        (base axes), ``q_ref`` the reference (all joints). Results in ``q_cmd`` / ``v_cmd`` (arm joints)."""
+        p, lim, arm = self.params, self.lim, self.arm
+        x_ref, _ = self._fk(q_ref[arm], q_ref)
+        x_ref = x_ref.copy()
+        x, J = self._fk(self.q_cmd, q)
+        Ra = x.rotation @ p.frame_rotation if p.in_endpoint_frame else p.frame_rotation
+        R6 = self._R6
+        R6[:3, :3] = Ra
+        R6[3:, 3:] = Ra
+        K, D = self.K, self.D
+        np.copyto(K, self._k_hi, where=p.max_k)
+        np.copyto(K, p.K, where=~p.max_k)
+        D[:] = p.D if p.d_given else self._d0 * np.sqrt(K / self._k_lo)
+        np.maximum(D, 2.0 * lim.admittance_damping_ratio * np.sqrt(K * self._mass), out=D)
+        # (free axes, K = 0, still get a tenth of the K cap's: a position arm has no friction to stop a drift)
+        np.maximum(D, 0.2 * lim.admittance_damping_ratio * np.sqrt(self._k_lo * self._mass), out=D)
+        # the controller's wrench at the offset (e = reference − virtual pose = −δ), plus the measured one
+        self.e[:] = -self.delta
+        axis_wrench(p, K, D, self.e, -self.delta_v, self.delta_v, self._mlim, self._k_hi, self.F)
+        f_ext = R6.T @ wrench
+        acc = (self.F + f_ext) / self._mass
+        self.delta_v += acc * self.dt
+        self.delta += self.delta_v * self.dt
+        if not p.rotations_cz:
+            theta = float(np.linalg.norm(self.delta[3:]))
+            if theta > lim.rotation_wall:  # the wall: the offset goes no further
+                self.delta[3:] *= lim.rotation_wall / theta
+                self.delta_v[3:] = 0.0
+        self.F_world[:] = R6 @ self.F
+        # the target pose and one damped least-squares step toward it from the last command
+        d_w = R6 @ self.delta
+        err = self._err
+        err[:3] = x_ref.translation + d_w[:3] - x.translation
+        err[3:] = pin.log3(pin.exp3(d_w[3:]) @ x_ref.rotation @ x.rotation.T)
+        dq = J.T @ np.linalg.solve(J @ J.T + self._lam2, err)
+        # nullspace drift toward the reference's joints (K_nullspace sets its rate)
+        pull = p.K_ns * self._ns_rate * (q_ref[arm] - self.q_cmd)
+        dq += pull - J.T @ np.linalg.solve(J @ J.T + self._lam2, J @ pull)
+        if not np.isfinite(dq).all():
+            return False
+        self.q_cmd += dq
+        np.divide(dq, self.dt, out=self.v_cmd)
         return True

@@ -151,8 +151,8 @@ class SimPositionBackend(SimBackend):
                  sensor_link: str = "right_l6", tip: str | None = None):
         super().__init__(rm, initial_q, obstacles)
         c = rm.cfg.sim.get("position_servo") or {}
-        self.kp = np.asarray(c.get("kp", [2000.0, 2000.0, 1000.0, 1000.0, 300.0, 300.0, 100.0, 50.0]), float)
-        self.kd = np.asarray(c.get("kd", [80.0, 80.0, 40.0, 40.0, 10.0, 10.0, 4.0, 2.0]), float)
+        self.kp = np.asarray(c.get("kp", [10000.0, 10000.0, 5000.0, 5000.0, 1000.0, 1000.0, 300.0, 50.0]), float)
+        self.kd = np.asarray(c.get("kd", [200.0, 200.0, 100.0, 100.0, 20.0, 20.0, 6.0, 2.0]), float)
         self.sensor_link = sensor_link
         self.tip = tip or rm.cfg.tips[0]
 

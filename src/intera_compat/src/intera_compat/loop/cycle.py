@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ..config import RobotConfig
-from ..control.interaction import CartesianImpedance, InteractionLimits, InteractionParams
+from ..control.interaction import CartesianAdmittance, CartesianImpedance, InteractionLimits, InteractionParams
 from ..hardware.adapter import make_adapter
 from ..hardware.base import Backend, Capability, HardwareState
 from ..model.robot_model import RobotModel
@@ -145,10 +145,18 @@ class LoopCycle:
         # interaction control: latched parameters (None: off); it drives the arm joints around the reference of
         # whichever source is active, except under the brakes, the safety holds, zero-G and TORQUE_MODE
         self.interaction: InteractionParams | None = None
-        self.impedance = (CartesianImpedance(rm, cfg.tips[0], arm, InteractionLimits.from_config(c.get("interaction")),
-                                             dt) if self.adapter.supports(Capability.TORQUE) else None)
+        # torque arms: impedance (joint torques); arms that take positions and measure the endpoint wrench:
+        # admittance; others: none (the listener refuses the command)
+        ilim = InteractionLimits.from_config(c.get("interaction"))
+        sup = self.adapter.supports
+        self.impedance = self.admittance = None
+        if sup(Capability.TORQUE):
+            self.impedance = CartesianImpedance(rm, cfg.tips[0], arm, ilim, dt)
+        elif sup(Capability.WRENCH) and (sup(Capability.POSITION) or sup(Capability.VELOCITY)):
+            self.admittance = CartesianAdmittance(rm, cfg.tips[0], arm, ilim, dt)
+        self.interaction_law = self.impedance or self.admittance
         self._no_interaction = (*self._measured_handover, self.torque)
-        self._torque_loop = self.adapter.supports(Capability.EFFORT)  # link-side joint torques are measured
+        self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
         self.interaction_engaged = False
         self.interaction_failures = 0  # cycles whose interaction torque was not finite (the arm held instead)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
@@ -316,12 +324,12 @@ class LoopCycle:
         old = self.interaction
         if p.same_as(old) or (old is None and not p.active):
             return
-        if self.impedance is None:
-            self.counts["ignored"] += 1  # (the listener refuses it on arms without joint torques)
+        if self.interaction_law is None:
+            self.counts["ignored"] += 1  # (the listener refuses it on arms that can do neither)
             return
         self.interaction = p if p.active else None
         if p.active:
-            self.impedance.set(p)
+            self.interaction_law.set(p)
         if not p.active or not p.disable_reset or old is None:
             self._hold_here(now)
 
@@ -344,7 +352,10 @@ class LoopCycle:
             self.interaction_engaged = engaged
             self.law.reset()
             if engaged:
-                self.impedance.start()
+                if self.impedance is not None:
+                    self.impedance.start()
+                else:
+                    self.admittance.start(self.hw.position[self.admittance.arm])
             else:
                 self.chain.reset(self.hw, self.sp)  # the shaping restarts from this setpoint, not the one before
                 if det is not None:
@@ -353,6 +364,9 @@ class LoopCycle:
         if not engaged:
             return
         sp, hw, imp = self.sp, self.hw, self.impedance
+        if imp is None:
+            self._admit()
+            return
         i = imp.arm
         if self._torque_loop:
             imp.compensate(hw.effort[i])
@@ -367,6 +381,14 @@ class LoopCycle:
             w = imp.F_world
             det.allow_force = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
             det.allow_torque = math.sqrt(w[3] * w[3] + w[4] * w[4] + w[5] * w[5])
+
+    def _admit(self) -> None:
+        """Admittance (a position arm): the arm joints' setpoint becomes the admittance's joint command."""
+        sp, hw, ad = self.sp, self.hw, self.admittance
+        if not ad.compute(hw.position, hw.wrench, sp.q):
+            self.interaction_failures += 1  # (a singular configuration): the source's reference this cycle
+            return
+        sp.track(ad.arm, ad.q_cmd, ad.v_cmd, 0.0)
 
     # ---- safety -------------------------------------------------------------------------
     @property
@@ -521,7 +543,7 @@ class LoopCycle:
         # (never under the overrides that hold the arm as it is — zero-G, E-stop and collision holds, brakes: a
         # torque client's suppression stream would leave the arm limp there)
         sp.gravity = not self.suppressed(SUPPRESS_GRAVITY) or arb.active in self._measured_handover
-        if self.impedance is not None:
+        if self.interaction_law is not None:
             self._interact(active)
         self.ctx.trajectory = arb.active is self.stream or arb.active is self.trajectory
         joint = -1
@@ -613,7 +635,7 @@ class LoopCycle:
         o.interaction_on[0] = self.interaction is not None
         if self.interaction_engaged or o.interaction_engaged[0]:
             o.interaction_engaged[0] = self.interaction_engaged
-            imp = self.impedance
+            imp = self.interaction_law
             o.interaction_k[:] = imp.K
             o.interaction_d[:] = imp.D
             o.interaction_wrench[:] = imp.F

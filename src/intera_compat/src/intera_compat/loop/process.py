@@ -16,7 +16,7 @@ import sys
 import time
 
 from ..config import load_config
-from ..hardware.sim import SimBackend
+from ..hardware.sim import SimBackend, SimPositionBackend
 from ..model.robot_model import RobotModel
 from .channel import Channel
 from .cycle import LoopCycle
@@ -26,13 +26,16 @@ from .scheduler import Scheduler, die_with_parent, hold_idle_latency, setup_real
 LATE_US = 100.0
 
 
+BACKENDS = {"sim": SimBackend, "sim_position": SimPositionBackend}  # sim_position: the sim as a position-only arm
+
+
 def build_backend(kind: str, rm: RobotModel, initial_q, scene: str = ""):
-    if kind == "sim":
+    if kind in BACKENDS:
         scenes = rm.cfg.sim.get("scenes") or {}
         if scene and scene not in scenes:
             raise ValueError(f"unknown sim scene {scene!r} (config sim.scenes: {sorted(scenes)})")
-        return SimBackend(rm, initial_q, list(rm.cfg.sim.get("obstacles") or []) + list(scenes.get(scene, [])))
-    raise ValueError(f"unknown backend {kind!r}")
+        return BACKENDS[kind](rm, initial_q, list(rm.cfg.sim.get("obstacles") or []) + list(scenes.get(scene, [])))
+    raise ValueError(f"unknown backend {kind!r} (known: {', '.join(BACKENDS)})")
 
 
 class Ticker:

@@ -105,18 +105,19 @@ class RealtimeLoopNode:
             keep_off_cpu(loop_cpu())  # the loop process has that core to itself
         self._make_publishers()
         self._make_subscribers()
-        # interaction control needs joint torques: the sim's (position-only arms: issue 12's backends)
+        # interaction control: impedance on torque arms (sim), admittance on position arms with a wrist F/T
+        # (sim_position); the backends of issue 12 will say so themselves
         self.interaction = InteractionTopics(f"/robot/limb/{self.limb}", cfg.n_arm, cfg.tips[0],
                                              InteractionLimits.from_config(cfg.control.get("interaction")),
                                              lambda w: self._event(MSG_INTERACTION, w, EVENT_PATIENCE),
-                                             available=rospy.get_param("~backend", "sim") == "sim")
+                                             available=rospy.get_param("~backend", "sim") in ("sim", "sim_position"))
         self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}",
                                                          self.interaction)
         # IO node "robot" (cuff, navigator, lights), in this process like on the robot; the sim presses its buttons
         self._cuff = False  # the level last given to the loop
         self._cuff_lock = threading.Lock()
         self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
-                               sim=rospy.get_param("~backend", "sim") == "sim")
+                               sim=rospy.get_param("~backend", "sim") in ("sim", "sim_position"))
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
         self._diag_prev = None
         self._collisions_seen = 0
