@@ -12,6 +12,8 @@ the contact force is MuJoCo's (the bench top pushing on the arm), displacements 
 * ``force_limit_overshoot_pct``: IMPEDANCE_WITH_FORCE_LIMIT with limits {8, 15, 25} N, the reference sinking 6 cm
   into the bench at 10 % speed: the largest 0.1 s mean contact force beyond the limit from 0.2 s after the first
   touch on, % of the limit (0: never beyond); the touch itself (momentum, not the controller) is shown beside;
+* ``admittance_force_err_pct``, ``admittance_stiffness_err_pct``: the same two on the position-only arm
+  (``SimPositionBackend``: the arm behind a stiff position servo with a wrist F/T; interaction runs as admittance);
 * ``interaction_cycle_us``: wall time of ``LoopCycle.step`` with interaction control on (holding, then pressing),
   p50 / mean, beside the same cycle in POSITION hold (no interaction) in the same run.
 
@@ -25,7 +27,7 @@ import pinocchio as pin
 from intera_compat.config import load_config
 from intera_compat.control.interaction import (FORCE, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, InteractionLimits,
                                                pack)
-from intera_compat.hardware.sim import SimBackend
+from intera_compat.hardware.sim import SimBackend, SimPositionBackend
 from intera_compat.loop.layouts import MSG_INTERACTION, POSITION_MODE
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
@@ -37,8 +39,8 @@ BENCH = {"name": "bench", "type": "box", "size": [0.3, 0.5, 0.05], "pos": [0.65,
 RM = RobotModel(CFG)
 
 
-def started(obstacles=()):
-    L = OfflineLoop(CFG, backend=SimBackend(RobotModel(CFG), CFG.full_pose("neutral"), obstacles=list(obstacles)))
+def started(obstacles=(), backend=SimBackend):
+    L = OfflineLoop(CFG, backend=backend(RobotModel(CFG), CFG.full_pose("neutral"), obstacles=list(obstacles)))
     L.run(0.1)
     return L
 
@@ -50,10 +52,10 @@ def interact(L, modes=(IMPEDANCE,) * 6, K=(1300, 1300, 1300, 30, 30, 30), D=(), 
     L.run(0.3)
 
 
-def force_errors():
+def force_errors(backend=SimBackend):
     rows = []
     for f in (5.0, 10.0, 20.0, 30.0):
-        L = started([BENCH])
+        L = started([BENCH], backend)
         interact(L, (IMPEDANCE, IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE), D=(100, 100, 40 * f, 5, 5, 5),
                  force=(0, 0, -f, 0, 0, 0))
         L.run(2.0)
@@ -61,7 +63,8 @@ def force_errors():
         for _ in range(50):
             L.run(0.01)
             fz.append(L.backend.scene_force()[2])
-        rows.append((f, float(np.mean(fz)), 100.0 * abs(np.mean(fz) - f) / f, L.cycle.detection.count))
+        det = L.cycle.detection
+        rows.append((f, float(np.mean(fz)), 100.0 * abs(np.mean(fz) - f) / f, det.count if det else 0))
     return rows
 
 
@@ -70,11 +73,11 @@ def displacement(L, axis, x0) -> float:
     return float((x.translation - x0.translation)[axis] if axis < 3 else pin.log3(x.rotation @ x0.rotation.T)[axis - 3])
 
 
-def stiffness_errors():
+def stiffness_errors(backend=SimBackend):
     rows = []
     for axis in range(6):
         for k in ((100.0, 400.0, 1300.0) if axis < 3 else (5.0, 15.0, 30.0)):
-            L = started()
+            L = started(backend=backend)
             K = [1300.0, 1300.0, 1300.0, 30.0, 30.0, 30.0]
             K[axis] = k
             D = [2.0 * np.sqrt(k * 4.0) if i == axis and axis < 3 else (60.0 if i < 3 else 2.0) for i in range(6)]
@@ -148,12 +151,17 @@ def main():
     print(f"\n{'limit N':>8}{'peak 0.1 s mean N':>19}{'overshoot %':>13}{'touch peak N':>14}")
     for f, w, o, tp in fl:
         print(f"{f:8.1f}{w:19.2f}{o:13.2f}{tp:14.2f}")
+    afe, ase = force_errors(SimPositionBackend), stiffness_errors(SimPositionBackend)
+    print(f"\nposition-only arm (admittance): force err % {[round(float(e), 2) for *_, e, _ in afe]}, "
+          f"stiffness err % worst {max(e for *_, e in ase):.2f}")
     hold, inter = cycle_times()
     print(f"\ncycle µs p50/mean: hold {np.median(hold):.0f}/{hold.mean():.0f}, "
           f"interaction {np.median(inter):.0f}/{inter.mean():.0f}  ({time.time() - t0:.0f} s)")
     print(f"BENCH force_err_pct {max(e for *_, e, _ in fe):.2f} %")
     print(f"BENCH stiffness_err_pct {max(e for *_, e in se):.2f} %")
     print(f"BENCH force_limit_overshoot_pct {max(o for _, _, o, _ in fl):.2f} %")
+    print(f"BENCH admittance_force_err_pct {max(e for *_, e, _ in afe):.2f} %")
+    print(f"BENCH admittance_stiffness_err_pct {max(e for *_, e in ase):.2f} %")
     print(f"BENCH interaction_cycle_us_p50 {np.median(inter):.1f} us")
     print(f"BENCH interaction_cycle_us_mean {inter.mean():.1f} us")
     print(f"BENCH hold_cycle_us_p50 {np.median(hold):.1f} us")
