@@ -245,7 +245,10 @@ class CartesianImpedance:
         self._dstep = limits.torque_rate * dt
         self._ix = np.ix_(self.cols, self.cols)
         self._lower = np.tril_indices(n, -1)
-        self._reg = 1e-6 * np.eye(6)
+        self._reg = 1e-4 * np.eye(6)  # (1/kg: Sawyer's Λ⁻¹ is ~0.1–10; near a singularity Λ stays finite)
+        # apparent inertia used for max_impedance and the damping floor, at most this (kg, kg m²): near a
+        # singularity Λ grows without bound along the lost direction, the damping with it
+        self._lam_cap = np.array([30.0, 30.0, 30.0, 3.0, 3.0, 3.0])
         self._e_w = np.zeros(6)
         # the joint-torque loop (a Sawyer's series-elastic joints close one): the link-side torque the joint
         # sensors measure is driven to the torque asked for, integrating their difference — what the joints'
@@ -323,7 +326,7 @@ class CartesianImpedance:
         # apparent endpoint inertia in those axes (for max_impedance and the damping floor)
         MiJt = np.linalg.solve(M, J.T)  # M⁻¹ Jᵀ
         lam = np.linalg.inv(J @ MiJt + self._reg)
-        lam_a = np.diag(R6.T @ lam @ R6)
+        lam_a = np.clip(np.diag(R6.T @ lam @ R6), 0.0, self._lam_cap)
         K, D = self.K, self.D
         np.copyto(K, np.clip(lam_a * self._w2, self._k_lo, self._k_hi), where=p.max_k)
         np.copyto(K, p.K, where=~p.max_k)
@@ -331,7 +334,7 @@ class CartesianImpedance:
             D[:] = p.D
         else:
             D[:] = self._d0 * np.sqrt(K / self._k_lo)
-        np.maximum(D, 2.0 * lim.min_damping_ratio * np.sqrt(K * np.maximum(lam_a, 0.0)), out=D)
+        np.maximum(D, 2.0 * lim.min_damping_ratio * np.sqrt(K * lam_a), out=D)
         axis_wrench(p, K, D, e, ed, xd_a, self._mlim, self._k_hi, self.F)
         Fw = self.F_world
         Fw[:] = R6 @ self.F
