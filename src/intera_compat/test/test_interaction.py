@@ -78,6 +78,14 @@ def test_values_beyond_the_documented_limits_are_capped_with_a_note():
     assert len(notes) == 2 + 7 + 2 + 1 and any("K_impedance[0] 5000 capped to 1300" in n for n in notes)
 
 
+def test_damping_beyond_what_the_loop_can_carry_is_capped_with_a_note():
+    w, notes = pack(True, [], [100, 100, 100, 10, 10, 10], [False] * 6, [5e4, 10, 10, 50, 1, 1], [], [], (0, 0, 0), (0, 0, 0, 1), "",
+                    False, False, False, False, 7, "right_hand", LIM)
+    p = InteractionParams(w, 7)
+    assert p.d_given and p.D.tolist() == [1000, 10, 10, 10, 1, 1]
+    assert notes == ["D_impedance[0] 50000 capped to 1000", "D_impedance[3] 50 capped to 10"]
+
+
 def test_an_inactive_command_ignores_the_rest():
     w = words(active=False, K=(-1,) * 6)  # (the SDK's exit message: defaults, whatever they are)
     assert not InteractionParams(w, 7).active

@@ -110,6 +110,10 @@ def test_every_error_code_with_its_message(jtas):
     assert res.error_code == R.OLD_HEADER_TIMESTAMP and "header.stamp" in res.error_string
     state, res = run(client, goal(ARM, [0.0, 0.05], [q0, target]))  # far too fast for the joints
     assert res.error_code == R.INVALID_GOAL and "exceeds the limit" in res.error_string
+    rospy.set_param("/joint_trajectory_action_server/right_j3_trajectory", float("nan"))
+    state, res = run(client, goal(ARM, [0.0, 1.5], [q0, target]))  # a NaN tolerance would pass every check
+    rospy.set_param("/joint_trajectory_action_server/right_j3_trajectory", 0.2)
+    assert res.error_code == R.INVALID_GOAL and "right_j3_trajectory" in res.error_string
     assert np.abs(arm_positions(js) - q0).max() < 0.01  # none of these moved the arm
 
     tight = [JointTolerance(name="right_j3", position=1e-5)]

@@ -44,6 +44,8 @@ class InteractionLimits:
     k_top: tuple = (3000.0, 300.0)  # max_impedance never exceeds these ...
     bandwidth_hz: float = 8.0  # ... nor Λ (2π bandwidth)² (and never goes below k_cap)
     d_default: tuple = (8.0, 2.0)  # Ns/m, Nms/rad at k_cap when D_impedance is empty
+    d_cap: tuple = (1000.0, 10.0)  # Ns/m, Nms/rad: D_impedance is capped here (beyond, D·dt/Λ nears the 1 kHz
+    # loop's stability bound of 2 for a wrist's ~0.01 kg m²: the damping would chatter instead of damp)
     min_damping_ratio: float = 0.3  # the plant's own damping (a Sawyer's joint servos): never less than this
     kns_cap: float = 10.0  # Nm/rad
     nullspace_damping: float = 0.5  # Nms/rad per joint in the nullspace, plus 2√(K_ns·0.05)
@@ -124,9 +126,14 @@ def pack(active: bool, modes, K, max_k, D, K_ns, force, frame_position, frame_or
     if len(mk) != 6:
         raise ValueError(f"max_impedance has {len(mk)} values, expected 6")
     d = _vector("D_impedance", D, 6)
-    if d is not None and (d < 0).any():
-        i = int(np.argmax(d < 0))
-        raise ValueError(f"D_impedance[{i}] is {d[i]:g}: damping must be >= 0")
+    if d is not None:
+        if (d < 0).any():
+            i = int(np.argmax(d < 0))
+            raise ValueError(f"D_impedance[{i}] is {d[i]:g}: damping must be >= 0")
+        dcap = np.repeat(limits.d_cap, 3)
+        for i in np.flatnonzero(d > dcap):
+            notes.append(f"D_impedance[{i}] {d[i]:g} capped to {dcap[i]:g}")
+        np.minimum(d, dcap, out=d)
     ns = _vector("K_nullspace", K_ns, n)
     ns = np.zeros(n) if ns is None else ns
     if (ns < 0).any():

@@ -20,6 +20,7 @@ set to the mode's defaults at start and read again for every goal.
 from __future__ import annotations
 
 import argparse
+import math
 import threading
 import time
 
@@ -108,9 +109,20 @@ class JointTrajectoryActionServer:
 
     # ---- goals -----------------------------------------------------------------------------
     def _params(self) -> dict:
+        """The tolerances and gains in force (read again for every goal); a value that is not a finite number
+        refuses the goal (a NaN tolerance would silently pass every check)."""
         p = F.mode_parameters(self.mode, self.joints)
         for name in p:
-            p[name] = float(rospy.get_param(f"~{name}", p[name]))
+            raw = rospy.get_param(f"~{name}", p[name])
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                value = math.nan
+            nonneg = name == "goal_time" or name.endswith("_kp")
+            if not math.isfinite(value) or (nonneg and value < 0.0):
+                raise F.GoalError(F.INVALID_GOAL, f"parameter {rospy.get_name()}/{name} = {raw!r}: give a finite "
+                                                  f"number{' >= 0' if nonneg else ''}")
+            p[name] = value
         return p
 
     def _plan(self, goal) -> F.FollowPlan:
@@ -128,15 +140,21 @@ class JointTrajectoryActionServer:
 
     def _execute(self, goal) -> None:
         try:
-            plan = self._plan(goal)
-            if not self._wait_for_start(goal.trajectory.header.stamp.to_sec(), plan.duration):
+            try:
+                plan = self._plan(goal)
+                if not self._wait_for_start(goal.trajectory.header.stamp.to_sec(), plan.duration):
+                    return
+                self.loop.send(plan.names, plan.t, plan.q, plan.v, plan.a, tracking=plan.tracking, kp=plan.kp)
+            except F.GoalError as e:
+                self._end(e.code, str(e))
                 return
-            self.loop.send(plan.names, plan.t, plan.q, plan.v, plan.a, tracking=plan.tracking, kp=plan.kp)
-        except F.GoalError as e:
-            self._end(e.code, str(e))
-            return
-        if self._follow(plan):
-            self._settle(plan)
+            if self._follow(plan):
+                self._settle(plan)
+        except Exception as e:  # never leave a goal without an error code (actionlib's own abort carries 0)
+            self.loop.cancel()
+            if self.server.is_active():
+                self._end(F.INVALID_GOAL, f"internal error of the server: {type(e).__name__}: {e}")
+            raise
 
     def _wait_for_start(self, stamp: float, duration: float) -> bool:
         """Until the trajectory's start time (header.stamp; 0 = now); False when the goal ended meanwhile."""
