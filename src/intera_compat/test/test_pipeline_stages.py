@@ -134,6 +134,9 @@ def test_finite_guard_replaces_non_finite_setpoints_and_commands():
     hw.velocity[2] = np.inf
     assert fg.on_state(hw) == faults.FAULT_NON_FINITE_STATE and fg.fault_joint == 1
     assert hw.position == pytest.approx([0.4, 0.5, 0.6]) and hw.velocity == pytest.approx([0.1, 0.1, 0.0])
+    hw = state([0.4, 0.5, 0.6])
+    hw.wrench[:] = [1.0, 2.0, np.nan, 0.0, 0.0, 0.0]  # a broken force/torque sensor
+    assert fg.on_state(hw) == faults.FAULT_NON_FINITE_STATE and fg.fault_joint == -1 and not hw.wrench.any()
 
 
 class ZeroG(HoldSource):

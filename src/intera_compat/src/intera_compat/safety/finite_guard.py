@@ -5,6 +5,7 @@
   them, fault. The loop stops the robot in that same cycle, so the brakes hold the last good
   position; a joint whose measurement stays broken gets no feedback from it (its error
   reads zero), i.e. gravity compensation at its last known angle, never a replayed torque;
+* endpoint wrench non-finite (a broken force/torque sensor) → zeroed, fault;
 * setpoint non-finite → the setpoint becomes the last finite one with zero velocity, fault;
 * command non-finite → the last finite command (one cycle old) is sent instead, fault; from
   the next cycle on the brakes compute a fresh one.
@@ -48,7 +49,12 @@ class FiniteGuard(SafetyPlugin):
         j = _first_bad(b, self._zeros)
         if j < 0:
             self.last_measured[:] = hw.position
-            return 0
+            if _first_bad(hw.wrench, self._zeros) < 0:
+                return 0
+            hw.wrench[:] = 0.0  # a broken force/torque sensor: nothing may act on its reading
+            self.fault_joint = -1
+            self.interventions += 1
+            return FAULT_NON_FINITE_STATE
         self.fault_joint = j
         self.interventions += 1
         bad = self._bad
