@@ -12,8 +12,8 @@ FAULT_FOLLOWING_ERROR = 5
 
 MESSAGES = {
     FAULT_NONE: "no fault",
-    FAULT_NON_FINITE_STATE: "the backend reported a non-finite joint state or wrench; the last finite measurement stands in "
-                            "for it and the brakes hold",
+    FAULT_NON_FINITE_STATE: "the backend reported a non-finite joint state or wrench; the last finite measurement "
+                            "stands in for it and the brakes hold",
     FAULT_NON_FINITE_SETPOINT: "a setpoint source produced a non-finite value",
     FAULT_NON_FINITE_OUTPUT: "the control law produced a non-finite command; the last finite command was sent "
                              "and the brakes hold",
