@@ -13,7 +13,22 @@ from ..control.base import ControlLaw
 from ..control.direct import DirectLaw
 from ..control.inverse_dynamics import InverseDynamicsLaw
 from ..model.robot_model import RobotModel
+from ..loop.layouts import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
 from .base import Backend, Capability, CommandMode, HardwareCommand
+
+_MODE_NAMES = {POSITION_MODE: "POSITION_MODE", VELOCITY_MODE: "VELOCITY_MODE", TORQUE_MODE: "TORQUE_MODE",
+               TRAJECTORY_MODE: "TRAJECTORY_MODE"}
+_STREAMING = frozenset({Capability.TORQUE, Capability.POSITION, Capability.VELOCITY})
+
+
+def mode_refusal(mode: int, caps: frozenset) -> str | None:
+    """Why an arm with ``caps`` cannot carry JointCommand ``mode`` (None: it can)."""
+    if not caps & _STREAMING:
+        return f"{_MODE_NAMES.get(mode, mode)} needs a streaming arm; this one takes whole trajectories only"
+    if mode == TORQUE_MODE and Capability.TORQUE not in caps:
+        return "TORQUE_MODE needs an arm that takes joint torques; this one takes " + \
+            " and ".join(sorted(c.value + "s" for c in caps & _STREAMING))
+    return None
 
 
 class BackendAdapter:

@@ -1,8 +1,24 @@
-"""The backend interface every arm (MuJoCo, UR, Cobot, ros_control) implements.
+"""The backend interface every arm (MuJoCo, UR, Cobot, ros_control) implements; ``registry.py`` names them.
 
 The realtime loop calls ``read(state)`` then ``write(command)`` once per cycle, in-place on
 preallocated records, so a backend allocates nothing per cycle. Arrays are in config order
 (arm joints, then the head joint if the backend has one).
+
+* **Capabilities** say which control path the loop takes (``adapter.py``): joint torques (inverse dynamics,
+  impedance), positions or velocities (the arm's own servo; admittance with a wrench), or whole trajectories
+  only; JointCommand modes the arm cannot carry are refused with the reason.
+* **Pacing**: a backend whose arm is the clock (``clock = True``: a UR's 500 Hz, a ros_control arm's joint
+  states) is waited on (``wait``) and the loop runs one cycle per sample at ``period``; otherwise the loop keeps
+  its own schedule at ``period``. Either way, times in the loop are seconds of loop time, not cycles.
+* **Robot state**: the loop calls ``enable()`` when the robot becomes enabled, ``disable()`` / ``stop()``
+  when it is disabled or stopped (E-stop, fault, set_super_stop); both default to ``brake()``: hold still with
+  the arm's own means (a torque arm has none: the loop's brake source holds it with torques, and keeps calling
+  ``write``). Until ``enable()`` again, a backend that brakes itself ignores the commands it is given.
+* **Faults**: ``read`` sets ``state.fault`` (``safety/faults.py``: link lost, protective stop, hardware E-stop,
+  controller error; 0 none) and ``state.fault_joint``; any fault stops the robot (error + stopped) until a
+  reset, and nothing moves on reconnect until reset + enable.
+* **Trajectory-only** arms (waypoint controllers) implement ``submit`` / ``cancel`` / ``progress`` instead of
+  streaming.
 """
 from __future__ import annotations
 
@@ -42,6 +58,8 @@ class HardwareState:
     effort: np.ndarray  # Nm, measured joint torque
     wrench: np.ndarray = field(default_factory=lambda: np.zeros(6))  # N, Nm at the tip (base axes)
     speed_scaling: float = 1.0
+    fault: int = 0  # safety/faults.py code the backend reports (0: none)
+    fault_joint: int = -1  # the joint it concerns (-1: the arm)
 
     @classmethod
     def zeros(cls, n: int) -> "HardwareState":
@@ -73,6 +91,12 @@ class Backend(abc.ABC):
 
     capabilities: frozenset = frozenset()
     period: float = 0.001
+    clock: bool = False  # the arm paces the loop (``wait``)
+
+    @classmethod
+    def declared(cls, cfg, options: dict) -> frozenset:
+        """The capabilities an instance built from ``cfg`` and ``options`` will have (before it is built)."""
+        return cls.capabilities
 
     def __init__(self, joint_names: list[str]):
         self.joint_names = list(joint_names)
@@ -90,6 +114,37 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def write(self, command: HardwareCommand) -> None:
         """Send one cycle's command (simulated backends step their plant here)."""
+
+    def wait(self, timeout: float) -> bool:
+        """Clock backends: block until the arm's next sample (True) or ``timeout`` seconds (False)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a clock")
+
+    # ---- robot state (called on the robot's transitions, not every cycle) ----------------------------------
+    def enable(self) -> None:
+        """The robot is enabled: commands are to be executed from the next ``write`` on."""
+
+    def brake(self) -> None:
+        """Hold still with the arm's own means, and ignore commands until ``enable``."""
+
+    def disable(self) -> None:
+        self.brake()
+
+    def stop(self) -> None:
+        """A stop (E-stop, fault, set_super_stop): stop now. Default: ``brake``."""
+        self.brake()
+
+    # ---- trajectory-only arms --------------------------------------------------------------------------
+    def submit(self, t, q, v, a) -> bool:
+        """Hand a whole trajectory (times (k,), positions/velocities/accelerations (k, n)) to the arm."""
+        raise NotImplementedError(f"{type(self).__name__} streams: it takes no whole trajectories")
+
+    def cancel(self) -> None:
+        """Stop the submitted trajectory (on its path where the arm can)."""
+        raise NotImplementedError(f"{type(self).__name__} streams: it takes no whole trajectories")
+
+    def progress(self) -> tuple[int, float]:
+        """(state, seconds along the trajectory) of the submitted trajectory."""
+        raise NotImplementedError(f"{type(self).__name__} streams: it takes no whole trajectories")
 
     def close(self) -> None:
         """Release the hardware (stop streaming, brakes on)."""

@@ -162,9 +162,18 @@ class SimPositionBackend(SimBackend):
         root = m.body(self.sensor_link).id
         self._sensed = np.array([b for b in range(m.nbody) if self._descends(b, root)])
         self._tip_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, self.tip)
-        self._q_cmd = self.d.qpos[self._qadr].copy()
-        self._v_cmd = np.zeros(len(self.joint_names))
         self._f6 = np.zeros(6)
+        self._held = self._qpos[self._qadr].copy()  # where its brakes hold it
+        self.braked = False
+
+    def brake(self) -> None:
+        """Its own brakes (as an industrial arm's controller has): hold where it is, ignore commands."""
+        if not self.braked:
+            self._qpos.take(self._qadr, out=self._held)
+            self.braked = True
+
+    def enable(self) -> None:
+        self.braked = False
 
     def _descends(self, b: int, root: int) -> bool:
         while b > 0:
@@ -207,8 +216,12 @@ class SimPositionBackend(SimBackend):
         q = self._qpos[self._qadr]
         v = self._qvel[self._dadr]
         bias = self.d.qfrc_bias[self._dadr]  # gravity and Coriolis: the controller's own model
-        np.multiply(self.kp, command.position - q, out=self._tmp)
-        self._tmp += self.kd * (command.velocity - v)
+        if self.braked:
+            np.multiply(self.kp, self._held - q, out=self._tmp)
+            self._tmp -= self.kd * v
+        else:
+            np.multiply(self.kp, command.position - q, out=self._tmp)
+            self._tmp += self.kd * (command.velocity - v)
         self._tmp += bias
         np.maximum(self._tmp, self._lo, out=self._ctrl)
         np.minimum(self._ctrl, self._hi, out=self._ctrl)

@@ -157,6 +157,10 @@ class LoopCycle:
         self.interaction_law = self.impedance or self.admittance
         self._no_interaction = (*self._measured_handover, self.torque)
         self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
+        # an arm without joint torques brakes itself (Backend.brake): under the brakes the loop's setpoint follows
+        # where it is, so whatever moved it meanwhile, nothing jumps when it is enabled again
+        self._own_brakes = not sup(Capability.TORQUE)
+        self._backend_active = None  # the first cycle tells the backend the robot's state
         self.interaction_engaged = False
         self.interaction_failures = 0  # cycles whose interaction torque was not finite (the arm held instead)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
@@ -497,6 +501,16 @@ class LoopCycle:
         o[0], o[1], o[2] = code, joint, self.now
         self.ch.from_loop.push(MSG_FAULT, o[:3])
 
+    def _robot_edge(self) -> None:
+        """The robot became enabled, or disabled / stopped: tell the backend (its drives, its brakes)."""
+        self._backend_active = active = self.robot_active
+        if active:
+            self.backend.enable()
+        elif self.robot.stopped:
+            self.backend.stop()
+        else:
+            self.backend.disable()
+
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: stay where the arm is, nothing moving."""
         sp, hw = self.sp, self.hw
@@ -520,6 +534,8 @@ class LoopCycle:
         code = chain.on_state(hw)  # repairs a broken measurement before anything reads it
         if code:
             self._fault(code, chain.fault_joint)  # stopped now: this cycle already brakes
+        elif hw.fault:  # the arm's own: link lost, protective stop, hardware E-stop, controller error
+            self._fault(hw.fault, hw.fault_joint)
         if not self.initialised:
             self._admit_measured()
             sp.q[:] = hw.position
@@ -536,6 +552,8 @@ class LoopCycle:
         if active and arb.active.streaming and now - self.last_command > timeout:
             arb.select(self.hold, sp, hw, now)
             self.counts["timeouts"] += 1
+        if self._own_brakes and arb.active is self.brake:
+            self.brake.activate(sp, hw, now)
         code = arb.update(now, hw, sp, active)
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
                                          or before is self.torque):
@@ -569,6 +587,8 @@ class LoopCycle:
             code, joint = out_code, chain.fault_joint
         if code:
             self._fault(code, joint)
+        if self.robot_active != self._backend_active:
+            self._robot_edge()
         self.adapter.write()
         self._results()
         self._publish(now)

@@ -16,7 +16,7 @@ import sys
 import time
 
 from ..config import load_config
-from ..hardware.sim import SimBackend, SimPositionBackend
+from ..hardware.registry import build_backend
 from ..model.robot_model import RobotModel
 from .channel import Channel
 from .cycle import LoopCycle
@@ -26,16 +26,20 @@ from .scheduler import Scheduler, die_with_parent, hold_idle_latency, setup_real
 LATE_US = 100.0
 
 
-BACKENDS = {"sim": SimBackend, "sim_position": SimPositionBackend}  # sim_position: the sim as a position-only arm
+class BackendClock:
+    """The Scheduler's interface for an arm that is the clock: a cycle per sample, none skipped by us; a sample
+    late by more than ``timeout`` runs a cycle anyway (the backend reports the lost link in it)."""
 
+    def __init__(self, backend, timeout: float):
+        self.backend, self.timeout = backend, timeout
+        self.skipped = 0
 
-def build_backend(kind: str, rm: RobotModel, initial_q, scene: str = ""):
-    if kind in BACKENDS:
-        scenes = rm.cfg.sim.get("scenes") or {}
-        if scene and scene not in scenes:
-            raise ValueError(f"unknown sim scene {scene!r} (config sim.scenes: {sorted(scenes)})")
-        return BACKENDS[kind](rm, initial_q, list(rm.cfg.sim.get("obstacles") or []) + list(scenes.get(scene, [])))
-    raise ValueError(f"unknown backend {kind!r} (known: {', '.join(BACKENDS)})")
+    def wait(self) -> float:
+        self.backend.wait(self.timeout)
+        return 0.0
+
+    def advance(self) -> int:
+        return 0
 
 
 class Ticker:
@@ -60,7 +64,10 @@ def run(args) -> int:
     cfg = load_config(args.config)
     rm = RobotModel(cfg)
     ch = Channel(len(cfg.all_joints), json.loads(args.channel), pairs=len(rm.tight.collisionPairs))
-    backend = build_backend(args.backend, rm, cfg.full_pose(cfg.sim.get("initial_pose", "neutral")), args.scene)
+    options = json.loads(args.backend_options)
+    if args.scene:
+        options["scene"] = args.scene
+    backend = build_backend(args.backend, rm, options)
     backend.connect()
     cycle = LoopCycle(cfg, rm, backend, ch, start_enabled=args.start_enabled)
     dt = cycle.dt
@@ -88,7 +95,12 @@ def run(args) -> int:
     tick_fd = args.tick_fd
     os.set_blocking(tick_fd, False)
     period = dt / args.speedup if args.speedup > 0 else 0.0
-    sched = Scheduler(period, margin)
+    if backend.clock:
+        if not realtime:
+            raise ValueError(f"backend {args.backend} is paced by the arm: no sim time or speed-up")
+        sched = BackendClock(backend, 1.5 * dt)
+    else:
+        sched = Scheduler(period, margin)
     ctl = ch.control.local
     js = Ticker(float(cfg.rates.get("joint_states_hz", 100)))
     s100 = Ticker(float(cfg.rates.get("endpoint_hz", 100)))
@@ -163,6 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=None)
     ap.add_argument("--backend", default="sim")
     ap.add_argument("--scene", default="", help="sim only: an obstacle scene of the config's sim.scenes")
+    ap.add_argument("--backend-options", default="{}", help="JSON: what the backend needs (hardware/registry.py)")
     ap.add_argument("--channel", required=True, help="JSON: shared-memory names of the channel (Channel.names)")
     ap.add_argument("--tick-fd", type=int, required=True)
     ap.add_argument("--speedup", type=float, default=1.0, help="sim time / wall time; <= 0: as fast as possible")

@@ -28,6 +28,9 @@ from visualization_msgs.msg import MarkerArray
 
 from ..config import load_config
 from ..control.interaction import InteractionLimits
+from ..hardware.adapter import mode_refusal
+from ..hardware.base import Capability
+from ..hardware.registry import declared_capabilities
 from ..loop.channel import Channel
 from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
@@ -44,6 +47,7 @@ from .conversions import pose_msg
 from .interaction import InteractionTopics
 from .io_server import IONodeServer
 from .markers import CollisionMarkers
+from .ros_control_bridge import RosControlBridge
 from .trajectory_server import ExecuteTrajectoryServer
 from .wrench import WrenchEstimator
 
@@ -88,36 +92,49 @@ class RealtimeLoopNode:
         self._homing_div = 0
         start_enabled = bool(rospy.get_param("~start_enabled", cfg.sim.get("start_enabled", True)))
         rospy.set_param("/robot/armnav_robot_description", self.rm.avoidance_urdf)
+        self.backend = backend = rospy.get_param("~backend", "sim")
+        self.bridge = None
+        options, fds = {}, ()
+        if backend == "ros_control":  # the arm's topics, for the loop process (which has no rospy)
+            self.bridge = RosControlBridge(cfg, rospy.get_param("~ros_control_interface", ""))
+            options, fds = self.bridge.link, self.bridge.child_fds
+        self.caps = declared_capabilities(backend, cfg, options)
+        self._refused_modes: set = set()
         self.read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-m", "intera_compat.loop.process", "--channel", json.dumps(ch.names),
                 "--tick-fd", str(write_fd),
                 "--speedup", str(self.speedup if self.sim_time else 1.0), "--start-enabled", str(int(start_enabled)),
-                "--backend", rospy.get_param("~backend", "sim"), "--scene", rospy.get_param("~scene", "")]
+                "--backend", backend, "--scene", rospy.get_param("~scene", ""),
+                "--backend-options", json.dumps(options)]
         if cfg.path:
             argv += ["--config", cfg.path]
         if self.sim_time:
             argv.append("--sim-time")
         if rospy.get_param("~no_rt", False):
             argv.append("--no-rt")
-        self.proc = subprocess.Popen(argv, pass_fds=(write_fd,))
+        self.proc = subprocess.Popen(argv, pass_fds=(write_fd, *fds))
         os.close(write_fd)
+        if self.bridge is not None:
+            self.bridge.start()
         if not self.sim_time and not rospy.get_param("~no_rt", False):
             keep_off_cpu(loop_cpu())  # the loop process has that core to itself
         self._make_publishers()
         self._make_subscribers()
-        # interaction control: impedance on torque arms (sim), admittance on position arms with a wrist F/T
-        # (sim_position); the backends of issue 12 will say so themselves
+        # interaction control: impedance on torque arms, admittance on position/velocity arms with a wrist F/T
+        caps = self.caps
+        interaction = Capability.TORQUE in caps or (Capability.WRENCH in caps and bool(
+            caps & {Capability.POSITION, Capability.VELOCITY}))
         self.interaction = InteractionTopics(f"/robot/limb/{self.limb}", cfg.n_arm, cfg.tips[0],
                                              InteractionLimits.from_config(cfg.control.get("interaction")),
                                              lambda w: self._event(MSG_INTERACTION, w, EVENT_PATIENCE),
-                                             available=rospy.get_param("~backend", "sim") in ("sim", "sim_position"))
+                                             available=interaction)
         self.trajectory_server = ExecuteTrajectoryServer(self.trajectories, f"/robot/limb/{self.limb}",
                                                          self.interaction)
         # IO node "robot" (cuff, navigator, lights), in this process like on the robot; the sim presses its buttons
         self._cuff = False  # the level last given to the loop
         self._cuff_lock = threading.Lock()
         self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
-                               sim=rospy.get_param("~backend", "sim") in ("sim", "sim_position"))
+                               sim=backend in ("sim", "sim_position"))
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
         self._diag_prev = None
         self._collisions_seen = 0
@@ -267,6 +284,12 @@ class RealtimeLoopNode:
                                                        "acceleration": msg.acceleration, "effort": msg.effort}, stamp)
         if not v.ok:
             rospy.logerr_throttle_identical(1.0, f"JointCommand rejected: {v.error}; holding last command")
+            return
+        why = mode_refusal(v.mode, self.caps)
+        if why is not None:  # (the loop would ignore it too): said once per mode, not at the client's rate
+            if v.mode not in self._refused_modes:
+                self._refused_modes.add(v.mode)
+                rospy.logerr(f"JointCommand refused: {why} (backend {self.backend}); the arm holds. Said once.")
             return
         if v.warnings:
             rospy.logwarn_throttle_identical(1.0, "JointCommand: " + "; ".join(v.warnings))
@@ -506,6 +529,8 @@ class RealtimeLoopNode:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.channel.close()
+        if self.bridge is not None:
+            self.bridge.close()
 
 
 def main():

@@ -9,6 +9,11 @@ FAULT_NON_FINITE_SETPOINT = 2
 FAULT_NON_FINITE_OUTPUT = 3
 FAULT_INTERPOLATOR = 4
 FAULT_FOLLOWING_ERROR = 5
+# reported by the backend (HardwareState.fault)
+FAULT_LINK_LOST = 10
+FAULT_PROTECTIVE_STOP = 11
+FAULT_HARDWARE_ESTOP = 12
+FAULT_CONTROLLER_ERROR = 13
 
 MESSAGES = {
     FAULT_NONE: "no fault",
@@ -19,6 +24,11 @@ MESSAGES = {
                              "and the brakes hold",
     FAULT_INTERPOLATOR: "the position interpolator rejected its input; holding the current position",
     FAULT_FOLLOWING_ERROR: "following error beyond the fault window (the arm does not follow its reference)",
+    FAULT_LINK_LOST: "the link to the arm is lost (no state from it for 3 of its periods); reset and enable once "
+                     "it is back",
+    FAULT_PROTECTIVE_STOP: "the arm's controller made a protective stop",
+    FAULT_HARDWARE_ESTOP: "the arm's hardware E-stop is pressed",
+    FAULT_CONTROLLER_ERROR: "the arm's controller reports an error (or a state message without every joint)",
 }
 
 

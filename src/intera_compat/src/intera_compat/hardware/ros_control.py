@@ -1,0 +1,206 @@
+"""ros_control arms (Gazebo's gazebo_ros_control, the UR ROS 1 driver, any ros_control hardware): the loop's half.
+
+The realtime process has no rospy, so the arm's topics are read and written by a bridge in the realtime_loop
+node (``ros/ros_control_bridge.py``); the two halves share two seqlock records and two pipes:
+
+* ``hw_in`` (bridge → loop): the latest ``/joint_states`` in config order, the speed-scaling factor, and the
+  faults the bridge sees (a message that lacks some of the arm's joints); each sample pokes the ``wake`` pipe;
+* ``hw_out`` (loop → bridge): this cycle's command and whether the arm is to be streamed to; each command
+  pokes the ``command`` pipe, and the bridge publishes it as the controller's ``std_msgs/Float64MultiArray``.
+
+The arm is the clock: the loop runs one cycle per joint-state sample (``wait``), at the period the config
+states. No sample for ``link_timeout_periods`` periods is a lost link (fault). While the robot is disabled or
+stopped the loop sends nothing (``brake``): a position controller holds its last command, a velocity
+controller gets one zero command first; an effort controller is streamed throughout (the loop's brakes are
+torques). The controller (and so the capability) is chosen in config: ``ros_control.interface``.
+"""
+from __future__ import annotations
+
+import os
+import select
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..loop.shm import Layout, SeqlockRecord
+from ..safety.faults import FAULT_LINK_LOST
+from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
+
+INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "effort": Capability.TORQUE}
+
+
+@dataclass
+class RosControlSettings:
+    """``ros_control`` in the robot config (every topic name a user of another arm may need to change)."""
+
+    interface: str = "position"  # position | velocity | effort: the JointGroup*Controller to stream to
+    rate: float = 200.0  # Hz the arm publishes joint states at: the loop's rate
+    link_timeout_periods: float = 3.0  # no joint states for this many periods: the link is lost
+    joint_states: str = "/joint_states"
+    command_topics: dict = field(default_factory=lambda: {
+        "position": "/joint_group_position_controller/command",
+        "velocity": "/joint_group_velocity_controller/command",
+        "effort": "/joint_group_effort_controller/command"})
+    speed_scaling: str = ""  # e.g. /speed_scaling_factor (the UR driver's std_msgs/Float64); "" none
+    measured_effort: bool = False  # joint_states' effort is a measured link-side torque (collision detection)
+    joints: list = field(default_factory=list)  # the arm's joint names on its side, in config order ([]: ours)
+    startup_timeout: float = 30.0  # s the loop waits for the first joint states
+
+    @classmethod
+    def from_config(cls, cfg, interface: str = "") -> "RosControlSettings":
+        """``interface``: overrides the config's (a launch argument)."""
+        raw = dict(cfg.raw.get("ros_control") or {})
+        if interface:
+            raw["interface"] = interface
+        topics = {**cls().command_topics, **(raw.pop("command_topics", None) or {})}
+        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"{cfg.path}: ros_control has unknown keys {unknown}")
+        s = cls(command_topics=topics, **raw)
+        if s.interface not in INTERFACES:
+            raise ValueError(f"{cfg.path}: ros_control.interface {s.interface!r}: use one of {', '.join(INTERFACES)}")
+        if not (np.isfinite(s.rate) and 1.0 <= s.rate <= 1000.0):
+            raise ValueError(f"{cfg.path}: ros_control.rate {s.rate} Hz: give 1..1000")
+        if not s.link_timeout_periods >= 1.0:
+            raise ValueError(f"{cfg.path}: ros_control.link_timeout_periods must be >= 1")
+        s.joints = list(s.joints) or list(cfg.all_joints)
+        if len(s.joints) != len(cfg.all_joints):
+            raise ValueError(f"{cfg.path}: ros_control.joints has {len(s.joints)} names for the config's "
+                             f"{len(cfg.all_joints)} joints")
+        return s
+
+    @property
+    def command_topic(self) -> str:
+        return self.command_topics[self.interface]
+
+    def capabilities(self) -> frozenset:
+        caps = {INTERFACES[self.interface]}
+        if self.measured_effort:
+            caps.add(Capability.EFFORT)
+        if self.speed_scaling:
+            caps.add(Capability.SPEED_SCALING)
+        return frozenset(caps)
+
+
+def in_layout(n: int) -> Layout:
+    """bridge → loop: ``sample`` counts joint-state messages; ``fault`` a code the bridge saw (0: none)."""
+    return Layout((("sample", 1), ("position", n), ("velocity", n), ("effort", n), ("speed_scaling", 1),
+                   ("fault", 1), ("fault_joint", 1)))
+
+
+def out_layout(n: int) -> Layout:
+    """loop → bridge: the command and whether to send it."""
+    return Layout((("command", 1), ("send", 1), ("position", n), ("velocity", n), ("effort", n)))
+
+
+class RosControlBackend(Backend):
+    """The loop's side; ``link``: the bridge's record names and pipe ends (``bridge_names``)."""
+
+    def __init__(self, rm, link: dict):
+        super().__init__(rm.cfg.all_joints)
+        self.settings = s = RosControlSettings.from_config(rm.cfg, link.get("interface", ""))
+        self.capabilities = s.capabilities()
+        self.period = 1.0 / s.rate
+        n = len(self.joint_names)
+        self.hw_in = SeqlockRecord(in_layout(n), link["in"])
+        self.hw_out = SeqlockRecord(out_layout(n), link["out"])
+        self.wake_fd, self.command_fd = int(link["wake_fd"]), int(link["command_fd"])
+        os.set_blocking(self.wake_fd, False)
+        os.set_blocking(self.command_fd, False)
+        self._drain = bytearray(256)
+        self._poke = b"\x01"
+        self.link_timeout = s.link_timeout_periods * self.period
+        self._last_sample = -1.0
+        self.monotonic = time.monotonic  # (tests put the arm's clock here)
+        self._last_seen = 0.0  # monotonic() of the last new sample
+        self.sending = True
+        self._zero_once = False
+        self._commands = 0
+
+    @classmethod
+    def declared(cls, cfg, options: dict) -> frozenset:
+        return RosControlSettings.from_config(cfg, options.get("interface", "")).capabilities()
+
+    # ---- pacing: the arm's joint states are the clock -------------------------------------------------
+    clock = True
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the next joint-state sample (True) or ``timeout`` s (False)."""
+        try:
+            r, _, _ = select.select((self.wake_fd,), (), (), timeout)
+        except InterruptedError:
+            return False
+        if r:
+            try:
+                os.readv(self.wake_fd, (self._drain,))
+            except BlockingIOError:
+                pass
+        return bool(r)
+
+    def connect(self) -> None:
+        """Wait for the arm's first joint states (nothing is known of it before)."""
+        end = time.monotonic() + self.settings.startup_timeout
+        while True:
+            self.hw_in.read()
+            if self.hw_in.local.sample[0] > 0:
+                break
+            if time.monotonic() > end:
+                raise RuntimeError(f"no joint states from the arm on {self.settings.joint_states} within "
+                                   f"{self.settings.startup_timeout:g} s (is its ros_control up?)")
+            self.wait(0.1)
+        self._last_seen = self.monotonic()
+
+    def read(self, state: HardwareState) -> None:
+        rec = self.hw_in
+        rec.read()
+        o = rec.local
+        now = self.monotonic()
+        if o.sample[0] != self._last_sample:
+            self._last_sample = o.sample[0]
+            self._last_seen = now
+        state.block[0] = o.position
+        state.block[1] = o.velocity
+        state.block[2] = o.effort
+        state.speed_scaling = o.speed_scaling[0]
+        if o.fault[0]:
+            state.fault, state.fault_joint = int(o.fault[0]), int(o.fault_joint[0])
+        elif now - self._last_seen > self.link_timeout:
+            state.fault, state.fault_joint = FAULT_LINK_LOST, -1
+        else:
+            state.fault = 0
+
+    def write(self, command: HardwareCommand) -> None:
+        if not (self.sending or self._zero_once):
+            return
+        o = self.hw_out.local
+        self._commands += 1
+        o.command[0] = self._commands
+        o.send[0] = 1.0
+        o.position[:] = command.position
+        if self._zero_once:  # a velocity arm's brakes: stand still, then nothing more
+            o.velocity[:] = 0.0
+            self._zero_once = False
+        else:
+            o.velocity[:] = command.velocity
+        o.effort[:] = command.effort
+        self.hw_out.publish_local()
+        try:
+            os.write(self.command_fd, self._poke)
+        except (BlockingIOError, BrokenPipeError):
+            pass
+
+    def enable(self) -> None:
+        self.sending = True
+
+    def brake(self) -> None:
+        """Send nothing more (an effort arm's brakes are the loop's torques: it keeps streaming)."""
+        if Capability.TORQUE in self.capabilities:
+            return
+        self.sending = False
+        self._zero_once = Capability.VELOCITY in self.capabilities
+
+    def close(self) -> None:
+        self.brake()
+        for rec in (self.hw_in, self.hw_out):
+            rec.close()

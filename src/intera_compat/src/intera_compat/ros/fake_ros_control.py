@@ -1,0 +1,152 @@
+"""A MuJoCo arm behind exactly the interface gazebo_ros_control gives (Debian has no Gazebo nor ros_control): the
+test fixture of the ros_control backend, and a way to try ``ros_control.launch`` without Gazebo.
+
+* ``/joint_states`` (sensor_msgs/JointState: position, velocity, measured effort) at ``~rate`` Hz, as
+  joint_state_controller publishes it;
+* one ``JointGroup{Position,Velocity,Effort}Controller``: ``std_msgs/Float64MultiArray`` on the configured
+  command topic, one value per joint in the controller's order; the last command holds until the next (as
+  ros_controllers do); a command of the wrong length or with a NaN is refused with a log, as there;
+* the plant: the simulated Sawyer stepped every 1 ms in real time; the position controller is a stiff PD with
+  gravity compensation, the velocity controller a PD on the integrated velocity, the effort controller passes
+  torques through.
+
+Fault injection for tests: ``~pause_joint_states`` (std_srvs/SetBool: the link goes silent while true),
+``~drop_joint`` (std_msgs/String: leave that joint out of joint states; "" restores it) and
+``~teleport`` (sensor_msgs/JointState: put the arm there, as a person moving a braked-off arm would).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import rospy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import SetBool, SetBoolResponse
+
+from ..config import load_config
+from ..hardware.base import CommandMode, HardwareCommand, HardwareState
+from ..hardware.ros_control import RosControlSettings
+from ..hardware.sim import SimBackend, SimPositionBackend
+from ..model.robot_model import RobotModel
+
+
+class FakeRosControl:
+    def __init__(self):
+        self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
+        s = RosControlSettings.from_config(cfg, rospy.get_param("~interface", ""))
+        self.interface = s.interface
+        self.rate = float(rospy.get_param("~rate", s.rate))
+        self.names = list(s.joints)
+        rm = RobotModel(cfg)
+        q0 = cfg.full_pose(rospy.get_param("~initial_pose", cfg.sim.get("initial_pose", "neutral")))
+        self.plant = SimPositionBackend(rm, q0)
+        self.plant.connect()
+        n = self.n = len(self.names)
+        self.state = HardwareState.zeros(n)
+        self.plant.read(self.state)
+        self.cmd = HardwareCommand.zeros(n, CommandMode.POSITION)
+        self.cmd.position[:] = self.state.position
+        self.lock = threading.Lock()
+        self._given = self.state.position.copy()  # the controller's latest command
+        self.paused = False
+        self.dropped = ""
+        self.refused = 0
+        self.js = JointState(name=list(self.names))
+        self.pub = rospy.Publisher(s.joint_states, JointState, queue_size=1, tcp_nodelay=True)
+        topic = s.command_topics[self.interface]
+        rospy.Subscriber(topic, Float64MultiArray, self._on_command, queue_size=1, tcp_nodelay=True)
+        rospy.Service("~pause_joint_states", SetBool, self._on_pause)
+        rospy.Subscriber("~drop_joint", String, self._on_drop, queue_size=1)
+        rospy.Subscriber("~teleport", JointState, self._on_teleport, queue_size=1)
+        if self.interface == "effort":
+            self._given[:] = 0.0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        rospy.loginfo(f"fake ros_control arm: {self.interface} controller on {topic}, joint states at {self.rate:g} Hz")
+
+    # ---- controller and fault injection --------------------------------------------------------------
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        d = np.asarray(msg.data, float)
+        if d.shape != (self.n,) or not np.isfinite(d).all():
+            self.refused += 1
+            rospy.logerr_throttle(1.0, f"command has {len(d)} values (or a non-finite one) for {self.n} joints: "
+                                       f"refused")
+            return
+        with self.lock:
+            self._given[:] = d
+
+    def _on_pause(self, req):
+        self.paused = bool(req.data)
+        return SetBoolResponse(True, "joint states " + ("paused" if self.paused else "flowing"))
+
+    def _on_drop(self, msg: String) -> None:
+        self.dropped = msg.data
+
+    def _on_teleport(self, msg: JointState) -> None:
+        q = self.state.position.copy()
+        for name, x in zip(msg.name, msg.position):
+            if name in self.names:
+                q[self.names.index(name)] = x
+        with self.lock:
+            self.plant.set_state(q)
+            self.cmd.position[:] = q
+            if self.interface == "position":
+                self._given[:] = q
+
+    # ---- the plant ---------------------------------------------------------------------------------
+    def _step(self, dt: float) -> None:
+        with self.lock:
+            given = self._given
+            cmd, st = self.cmd, self.state
+            if self.interface == "position":
+                cmd.position[:] = given
+                cmd.velocity[:] = 0.0
+                self.plant.write(cmd)
+            elif self.interface == "velocity":
+                cmd.position += given * dt  # PD on the integrated velocity command
+                cmd.velocity[:] = given
+                self.plant.write(cmd)
+            else:
+                cmd.mode = CommandMode.TORQUE
+                cmd.effort[:] = given
+                SimBackend.write(self.plant, cmd)
+            self.plant.read(st)
+
+    def _publish(self) -> None:
+        st, js = self.state, self.js
+        keep = [k for k, name in enumerate(self.names) if name != self.dropped]
+        js.header.stamp = rospy.Time.now()
+        js.name = [self.names[k] for k in keep]
+        js.position = st.position[keep].tolist()
+        js.velocity = st.velocity[keep].tolist()
+        js.effort = st.effort[keep].tolist()
+        self.pub.publish(js)
+
+    def _run(self) -> None:
+        dt = self.plant.period
+        steps_per_sample = max(1, int(round(1.0 / (self.rate * dt))))
+        t_next = time.monotonic()
+        k = 0
+        while not rospy.is_shutdown():
+            self._step(dt)
+            k += 1
+            if k % steps_per_sample == 0 and not self.paused:
+                self._publish()
+            t_next += dt
+            delay = t_next - time.monotonic()
+            if delay > 0.0:
+                time.sleep(delay)
+            elif delay < -0.1:  # fell far behind (a stall): do not replay it at full speed
+                t_next = time.monotonic()
+
+
+def main() -> None:
+    rospy.init_node("fake_ros_control")
+    try:
+        FakeRosControl()
+    except (ValueError, RuntimeError) as e:
+        rospy.logfatal(str(e))
+        raise SystemExit(1)
+    rospy.spin()

@@ -1,0 +1,234 @@
+"""The backend interface (no ROS): capabilities and the commands they refuse, the ros_control backend's loop half
+driven through its real shared-memory records by an arm emulated here (the MuJoCo Sawyer behind a position or
+velocity interface, stepped in lockstep), faults reported by the arm, and the brakes of an arm that brakes
+itself: nothing moves on reconnect until reset + enable."""
+import os
+import types
+
+import numpy as np
+import pytest
+
+from intera_compat.config import load_config
+from intera_compat.hardware.adapter import mode_refusal
+from intera_compat.hardware.base import Capability, CommandMode, HardwareCommand, HardwareState
+from intera_compat.hardware.registry import declared_capabilities
+from intera_compat.hardware.ros_control import RosControlBackend, RosControlSettings, in_layout, out_layout
+from intera_compat.hardware.sim import SimPositionBackend
+from intera_compat.loop.layouts import MSG_ENABLE, MSG_RESET, POSITION_MODE, TORQUE_MODE, VELOCITY_MODE
+from intera_compat.loop.offline import OfflineLoop
+from intera_compat.loop.shm import SeqlockRecord
+from intera_compat.model.robot_model import RobotModel
+from intera_compat.safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+
+CFG = load_config()
+C = Capability
+
+
+def test_capabilities_follow_the_config_and_the_interface():
+    assert declared_capabilities("sim", CFG) == {C.TORQUE, C.EFFORT, C.SIM_TIME}
+    assert declared_capabilities("ros_control", CFG) == {C.POSITION}
+    assert declared_capabilities("ros_control", CFG, {"interface": "effort"}) == {C.TORQUE}
+    raw = dict(CFG.raw, ros_control={"interface": "velocity", "speed_scaling": "/speed_scaling_factor",
+                                     "measured_effort": True})
+    cfg = types.SimpleNamespace(raw=raw, path="x.yaml", all_joints=CFG.all_joints)
+    assert RosControlSettings.from_config(cfg).capabilities() == {C.VELOCITY, C.SPEED_SCALING, C.EFFORT}
+    with pytest.raises(ValueError, match="unknown backend 'ur9'"):
+        declared_capabilities("ur9", CFG)
+    for bad, msg in (({"interface": "torque"}, "ros_control.interface 'torque'"), ({"rate": 0}, "rate 0 Hz"),
+                     ({"joints": ["a", "b"]}, "2 names for the config's 8"), ({"topic": "/x"}, "unknown keys")):
+        cfg.raw = dict(CFG.raw, ros_control=bad)
+        with pytest.raises(ValueError, match=msg):
+            RosControlSettings.from_config(cfg)
+
+
+def test_commands_an_arm_cannot_carry_are_refused_with_the_reason():
+    assert mode_refusal(TORQUE_MODE, frozenset({C.TORQUE})) is None
+    assert "TORQUE_MODE needs an arm that takes joint torques; this one takes positions" == \
+        mode_refusal(TORQUE_MODE, frozenset({C.POSITION, C.WRENCH}))
+    assert mode_refusal(POSITION_MODE, frozenset({C.VELOCITY})) is None
+    assert "whole trajectories only" in mode_refusal(POSITION_MODE, frozenset({C.TRAJECTORY_ONLY}))
+
+
+class Arm:
+    """The far side of a ros_control arm: what the bridge and the arm's controller do, in-process and in
+    lockstep. A MuJoCo Sawyer with its own servo takes the last command sent; every ``step`` publishes a sample
+    unless ``silent``."""
+
+    def __init__(self, interface: str):
+        self.rm = RobotModel(CFG)
+        n = self.n = len(CFG.all_joints)
+        self.plant = SimPositionBackend(self.rm, CFG.full_pose("neutral"))
+        self.plant.connect()
+        self.hw_in = SeqlockRecord(in_layout(n), create=True)
+        self.hw_out = SeqlockRecord(out_layout(n), create=True)
+        self.wake_r, self.wake_w = os.pipe()
+        self.command_r, self.command_w = os.pipe()
+        os.set_blocking(self.command_r, False)
+        self.interface = interface
+        self.state = HardwareState.zeros(n)
+        self.cmd = HardwareCommand.zeros(n, CommandMode.POSITION)
+        self.plant.read(self.state)
+        self.cmd.position[:] = self.state.position
+        self.given = self.state.position.copy() if interface == "position" else np.zeros(n)
+        self.received = 0
+        self.silent = False
+        self.now = 0.0
+        self.publish()
+
+    def link(self):
+        return {"in": self.hw_in.name, "out": self.hw_out.name, "wake_fd": self.wake_r,
+                "command_fd": self.command_w, "interface": self.interface}
+
+    def publish(self):
+        o = self.hw_in.local
+        o.position[:], o.velocity[:], o.effort[:] = self.state.position, self.state.velocity, self.state.effort
+        o.sample[0] += 1
+        self.hw_in.publish_local()
+
+    def step(self, dt):
+        try:
+            while os.read(self.command_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        self.hw_out.read()
+        o = self.hw_out.local
+        if o.command[0] != self.received:
+            self.received = o.command[0]
+            self.given[:] = getattr(o, self.interface)
+        for _ in range(int(round(dt / self.plant.period))):
+            if self.interface == "position":
+                self.cmd.position[:] = self.given
+            else:
+                self.cmd.position += self.given * self.plant.period
+                self.cmd.velocity[:] = self.given
+            self.plant.write(self.cmd)
+        self.plant.read(self.state)
+        self.now += dt
+        if not self.silent:
+            self.publish()
+
+    def close(self):
+        for fd in (self.wake_r, self.wake_w, self.command_r, self.command_w):
+            os.close(fd)
+        self.hw_in.close()
+        self.hw_out.close()
+
+    def teleport(self, q):
+        self.plant.set_state(q)
+        self.plant.read(self.state)
+        self.cmd.position[:] = q
+        if self.interface == "position":
+            self.given[:] = q
+
+
+@pytest.fixture(params=["position", "velocity"])
+def rig(request):
+    arm = Arm(request.param)
+    backend = RosControlBackend(arm.rm, arm.link())
+    backend.monotonic = lambda: arm.now  # the arm's clock: link timeouts in its seconds
+    backend.connect()
+    L = OfflineLoop(backend=backend)
+    step = L.step
+
+    def lockstep():
+        step()
+        arm.step(L.dt)
+    L.step = lockstep
+    L.step()
+    yield arm, backend, L
+    arm.close()
+
+
+
+
+def test_a_position_command_moves_the_arm_through_the_records(rig):
+    arm, backend, L = rig
+    assert L.dt == pytest.approx(1.0 / 200)
+    target = L.arm_q + np.array([0.3, 0, 0, -0.2, 0, 0, 0])
+    for _ in range(300):
+        L.send(POSITION_MODE, CFG.joint_names, position=target)
+        L.step()
+    assert np.abs(arm.state.position[:7] - target).max() < 0.01
+    assert np.abs(L.arm_q - target).max() < 0.01  # the loop reads where the arm is
+
+
+def test_torque_commands_are_not_executed_on_a_position_arm(rig):
+    arm, backend, L = rig
+    q0 = L.arm_q
+    ignored = L.state.local.commands_ignored[0]
+    for _ in range(100):
+        L.send(TORQUE_MODE, CFG.joint_names, effort=[5.0] * 7)
+        L.step()
+    assert L.state.local.commands_ignored[0] - ignored == 100
+    assert np.abs(L.arm_q - q0).max() < 2e-3
+
+
+def test_a_lost_link_stops_the_robot_and_nothing_moves_on_reconnect_until_reset_and_enable(rig):
+    arm, backend, L = rig
+    q0 = L.arm_q
+    target = q0 + np.array([0, 0, 0, -0.5, 0, 0, 0])
+    for _ in range(40):  # moving toward the target when the link goes
+        L.send(VELOCITY_MODE, CFG.joint_names, velocity=[0, 0, 0, -0.5, 0, 0, 0])
+        L.step()
+    arm.silent = True
+    for _ in range(3):
+        L.step()
+    assert L.state.local.fault_code[0] == 0  # 3 periods: not yet
+    for _ in range(3):
+        L.step()
+    st = L.state.local
+    assert (st.fault_code[0], st.stopped[0], st.error[0], st.enabled[0]) == (FAULT_LINK_LOST, 1, 1, 0)
+    sent = arm.hw_out.local.command[0]
+    # meanwhile somebody moves the arm (its brakes released by hand, a Gazebo reset)
+    moved = arm.state.position.copy()
+    moved[0] += 0.2
+    arm.teleport(moved)
+    arm.silent = False
+    for _ in range(100):  # the link is back: commands are ignored, nothing is sent
+        L.send(POSITION_MODE, CFG.joint_names, position=target)
+        L.step()
+    assert arm.received == sent and L.state.local.stopped[0] == 1
+    assert np.abs(arm.state.position - moved).max() < 2e-3
+    L.event(MSG_RESET)
+    L.step()
+    assert L.state.local.fault_code[0] == 0 and L.state.local.enabled[0] == 0
+    L.event(MSG_ENABLE, 1.0)
+    for _ in range(50):
+        L.step()
+    assert np.abs(arm.state.position - moved).max() < 2e-3  # held where it was found, no jump back
+    for _ in range(800):
+        L.send(POSITION_MODE, CFG.joint_names, position=target)
+        L.step()
+    assert np.abs(L.arm_q - target).max() < 0.01  # and it works again
+
+
+def test_a_joint_state_without_every_joint_is_a_controller_error(rig):
+    arm, backend, L = rig
+    arm.hw_in.local.fault[0], arm.hw_in.local.fault_joint[0] = FAULT_CONTROLLER_ERROR, 3  # (the bridge's verdict)
+    L.run(2 * L.dt)  # (the arm publishes it after the loop's read)
+    st = L.state.local
+    assert (st.fault_code[0], st.fault_joint[0], st.stopped[0], st.error[0]) == (FAULT_CONTROLLER_ERROR, 3, 1, 1)
+    arm.hw_in.local.fault[0] = 0
+    L.run(2 * L.dt)
+    assert L.state.local.stopped[0] == 1  # it latches until reset
+    L.event(MSG_RESET)
+    L.step()
+    assert L.state.local.error[0] == 0
+
+
+def test_a_velocity_arm_gets_one_zero_command_when_braked(rig):
+    arm, backend, L = rig
+    for _ in range(20):
+        L.send(VELOCITY_MODE, CFG.joint_names, velocity=[0, 0, 0, 0.5, 0, 0, 0])
+        L.step()
+    L.event(MSG_ENABLE, 0.0)
+    L.step()
+    L.step()
+    sent = arm.received
+    L.run(0.2)
+    assert arm.received == sent  # nothing more after the brakes
+    if arm.interface == "velocity":
+        assert not arm.given.any()
+    L.run(0.5)
+    assert np.abs(arm.state.velocity).max() < 0.01
