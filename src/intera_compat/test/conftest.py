@@ -97,11 +97,30 @@ def _clear_params():
 @pytest.fixture
 def sim(launch):
     """The simulated Sawyer (sawyer_sim.launch, every robot-side server); yields its joint_states."""
-    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", log_name="sim.log")
+    yield from _start_robot(launch, "sim")
+
+
+# every backend's launch line (no_rt: the tests share two cores with it); the Limb-level node tests run against each
+ROBOT_LAUNCHES = {
+    "sim": ("sawyer_sim.launch",),
+    "ros_control": ("ros_control.launch", "fake:=true"),  # the MuJoCo arm behind gazebo_ros_control's interface
+}
+
+
+@pytest.fixture(params=sorted(ROBOT_LAUNCHES))
+def robot(request, launch):
+    """Each backend's launch (every robot-side server) in turn; yields its /robot/joint_states holder, with
+    ``backend`` set to the backend's name."""
+    yield from _start_robot(launch, request.param)
+
+
+def _start_robot(launch, backend, *args):
     from ros_helpers import Latest
     from sensor_msgs.msg import JointState
 
+    launch("roslaunch", "intera_compat", *ROBOT_LAUNCHES[backend], "no_rt:=true", *args, log_name=f"{backend}.log")
     js = Latest("/robot/joint_states", JointState)
-    js.wait(30)
+    js.wait(60)
+    js.backend = backend
     yield js
     js.close()

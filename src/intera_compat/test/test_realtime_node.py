@@ -1,4 +1,6 @@
-"""The realtime_loop node over ROS, as the Intera SDK's Limb / RobotEnable see it."""
+"""The realtime_loop node over ROS, as the Intera SDK's Limb / RobotEnable see it; the Limb-level tests run against
+every backend's launch (fixture ``robot``: the MuJoCo Sawyer, and ros_control.launch on an arm with
+gazebo_ros_control's interface), with what each arm's capabilities allow."""
 import threading
 import time
 
@@ -13,17 +15,18 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool
 
+from conftest import ROBOT_LAUNCHES
 from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
 
 pytestmark = pytest.mark.node
 
 
-def test_limb_role_enable_and_move_to_neutral(sim):
+def test_limb_role_enable_and_move_to_neutral(robot):
     """Plays intera_interface.Limb + RobotEnable: wait for state topics, enable, move to neutral."""
     ep = Latest("/robot/limb/right/endpoint_state", EndpointState)
     tips = Latest("/robot/limb/right/tip_states", EndpointStates)
     state = Latest("/robot/state", RobotAssemblyState)
-    m = sim.wait()
+    m = robot.wait()
     assert len(m.position) == len(m.velocity) == len(m.effort) == len(m.name) and "head_pan" in m.name
     assert ep.wait(5).header.frame_id == "base"
     assert "right_hand" in tips.wait(5).names
@@ -32,10 +35,10 @@ def test_limb_role_enable_and_move_to_neutral(sim):
     en = publisher("/robot/set_super_enable", Bool)
     assert wait_for(lambda: state.msg is not None and state.msg.enabled, 5, every=lambda: en.publish(True))
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
-    away = arm_positions(sim) + np.array([0.3, -0.3, 0.2, 0.3, -0.3, 0.3, 0.5])
-    assert wait_for(lambda: np.abs(arm_positions(sim) - away).max() < TOL, 15, every=lambda: send_positions(cmd, away))
+    away = arm_positions(robot) + np.array([0.3, -0.3, 0.2, 0.3, -0.3, 0.3, 0.5])
+    assert wait_for(lambda: np.abs(arm_positions(robot) - away).max() < TOL, 15, every=lambda: send_positions(cmd, away))
     neutral = rospy.get_param("/named_poses/right/poses/neutral")
-    assert wait_for(lambda: np.abs(arm_positions(sim) - neutral).max() < TOL, 15,
+    assert wait_for(lambda: np.abs(arm_positions(robot) - neutral).max() < TOL, 15,
                     every=lambda: send_positions(cmd, neutral))
     # the endpoint follows: neutral right_hand pose
     time.sleep(0.1)
@@ -99,11 +102,11 @@ class LoopDiagnostics(Latest):
         return self.msg
 
 
-def test_bad_command_is_rejected_and_arm_holds(sim):
+def test_bad_command_is_rejected_and_arm_holds(robot):
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
     diag = LoopDiagnostics()
     before = diag.values_after(0.0)
-    q0 = arm_positions(sim)
+    q0 = arm_positions(robot)
     for bad in (JointCommand(mode=1, names=["right_j0"], position=[float("nan")]),
                 JointCommand(mode=1, names=["right_j0", "right_j1"], position=[0.5]),
                 JointCommand(mode=1, names=["elbow"], position=[0.5]),
@@ -112,7 +115,7 @@ def test_bad_command_is_rejected_and_arm_holds(sim):
             cmd.publish(bad)
             time.sleep(0.01)
     time.sleep(0.3)
-    assert np.abs(arm_positions(sim) - q0).max() < 1e-3
+    assert np.abs(arm_positions(robot) - q0).max() < 1e-3
     after = diag.values_after(rospy.get_time() + 0.01)
     received = int(after["commands_received_total"]) - int(before["commands_received_total"])
     assert received >= 60  # they arrived (a few may be lost to the first connection) ...
@@ -120,7 +123,7 @@ def test_bad_command_is_rejected_and_arm_holds(sim):
     diag.close()
 
 
-def test_limits_latched_and_estop_cycle(sim):
+def test_limits_latched_and_estop_cycle(robot):
     lim = Latest("/robot/joint_limits", JointLimits).wait(5)
     assert lim.joint_names[:7] == ARM and lim.position_upper[6] == pytest.approx(4.7124)
     state = Latest("/robot/state", RobotAssemblyState)
@@ -136,30 +139,31 @@ def test_limits_latched_and_estop_cycle(sim):
     state.close()
 
 
-def test_speed_ratio_and_timeout_topics(sim):
+def test_speed_ratio_and_timeout_topics(robot):
     ratio = publisher("/robot/limb/right/set_speed_ratio", Float64, latch=True)
     timeout = publisher("/robot/limb/right/joint_command_timeout", Float64, latch=True)
     ratio.publish(Float64(1.0))
     timeout.publish(Float64(0.5))
     time.sleep(0.2)
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
-    q0 = arm_positions(sim)
+    q0 = arm_positions(robot)
     target = q0 + np.array([1.0, 0, 0, 0, 0, 0, 0])
     peak = [0.0]
 
     def track_peak():
-        peak[0] = max(peak[0], abs(sim.msg.velocity[sim.msg.name.index("right_j0")]))
+        peak[0] = max(peak[0], abs(robot.msg.velocity[robot.msg.name.index("right_j0")]))
 
     send_positions(cmd, target)  # a single command is tracked (no timeout in POSITION_MODE)
-    assert wait_for(lambda: np.abs(arm_positions(sim) - target).max() < TOL, 20, every=track_peak)
+    assert wait_for(lambda: np.abs(arm_positions(robot) - target).max() < TOL, 20, every=track_peak)
     assert peak[0] > 0.8 * 1.74  # ratio 1 took effect (the default 0.3 peaks at 0.52 rad/s)
 
 
-def test_boots_disabled_ignores_commands_until_enabled(launch):
-    launch("roslaunch", "intera_compat", "sawyer_sim.launch", "no_rt:=true", "start_enabled:=false",
-           log_name="sim.log")
+@pytest.mark.parametrize("backend", sorted(ROBOT_LAUNCHES))
+def test_boots_disabled_ignores_commands_until_enabled(launch, backend):
+    launch("roslaunch", "intera_compat", *ROBOT_LAUNCHES[backend], "no_rt:=true", "start_enabled:=false",
+           log_name="robot.log")
     js = Latest("/robot/joint_states", JointState)
-    js.wait(30)
+    js.wait(60)
     state = Latest("/robot/state", RobotAssemblyState)
     assert not state.wait(10).enabled
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
@@ -175,3 +179,33 @@ def test_boots_disabled_ignores_commands_until_enabled(launch):
                     every=lambda: send_positions(cmd, target))
     for s in (js, state):
         s.close()
+
+
+def test_kinematics_follow_the_arm_ik_then_move_there(robot):
+    """Limb.ik_request then move_to_joint_positions, on each backend: FK of the measured joints is the endpoint
+    state, and the IK answer for a pose 5 cm lower is reached."""
+    from geometry_msgs.msg import PoseStamped
+    from intera_core_msgs.srv import (SolvePositionFK, SolvePositionFKRequest, SolvePositionIK,
+                                      SolvePositionIKRequest)
+    ns = "/ExternalTools/right/PositionKinematicsNode"
+    rospy.wait_for_service(f"{ns}/IKService", 30)
+    fk = rospy.ServiceProxy(f"{ns}/FKService", SolvePositionFK)
+    ik = rospy.ServiceProxy(f"{ns}/IKService", SolvePositionIK)
+    ep = Latest("/robot/limb/right/endpoint_state", EndpointState)
+    ep.wait(5)
+    req = SolvePositionFKRequest(tip_names=["right_hand"])
+    req.configuration.append(JointState(name=ARM, position=list(arm_positions(robot))))
+    p = fk(req).pose_stamp[0].pose.position
+    e = ep.msg.pose.position
+    assert (p.x, p.y, p.z) == pytest.approx((e.x, e.y, e.z), abs=2e-3)
+    goal = PoseStamped(pose=ep.msg.pose)
+    goal.header.frame_id = "base"
+    goal.pose.position.z -= 0.05
+    res = ik(SolvePositionIKRequest(pose_stamp=[goal], tip_names=["right_hand"]))
+    assert res.result_type[0] > 0
+    q = np.array(res.joints[0].position)
+    cmd = publisher("/robot/limb/right/joint_command", JointCommand)
+    assert wait_for(lambda: np.abs(arm_positions(robot) - q).max() < TOL, 20, every=lambda: send_positions(cmd, q))
+    time.sleep(0.2)
+    assert ep.msg.pose.position.z == pytest.approx(goal.pose.position.z, abs=3e-3)
+    ep.close()
