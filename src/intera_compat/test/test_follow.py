@@ -73,25 +73,30 @@ def test_a_first_point_at_time_zero_is_where_the_arm_is_and_the_end_is_at_rest()
     assert p.v[1] == pytest.approx(0.2) and p.a[1] == pytest.approx(0.1)
 
 
-def test_positions_only_get_a_smooth_spline_through_every_point_at_rest_at_both_ends():
-    t = np.array([0.0, 1.0, 2.5, 4.0])
-    q = Q0 + np.outer([0.0, 0.2, -0.1, 0.3], np.ones(7))
+def test_positions_only_never_swing_beyond_the_points_and_rest_at_both_ends():
+    # unevenly timed: hold 3 s, move 0.2 rad in 0.5 s, hold 3 s (a spline through every point at once swings
+    # 0.2 rad the wrong way first)
+    t = np.array([0.0, 3.0, 3.5, 6.5])
+    q = Q0 + np.outer([0.0, 0.0, 0.2, 0.2], np.ones(7))
     p = plan(ARM, pts(t, q))
-    assert p.v.shape == (4, 7) and p.a.shape == (4, 7)
-    assert not p.v[0].any() and not p.a[0].any() and not p.v[-1].any() and not p.a[-1].any()
-    assert np.abs(p.v[1:3]).min() > 1e-3  # it moves through the interior points
-    # the loop's quintic Hermite through (q, v, a) is that spline: C² across every knot
+    assert p.v.shape == (4, 7) and p.a is None  # the loop interpolates cubic Hermite through (q, v)
+    assert not p.v.any()  # holds, then a move between two holds: every knot is a turning point
+    t = np.array([0.0, 1.0, 2.5, 4.0])
+    q = Q0 + np.outer([0.0, 0.2, 0.25, 0.3], np.ones(7))
+    p = plan(ARM, pts(t, q))
+    assert not p.v[0].any() and not p.v[-1].any() and (p.v[1:3] > 1e-3).all()  # through the interior points
     from intera_compat.trajectory.spline import KnotTrajectory
-    tr = KnotTrajectory(7, 10)
-    tr.load(p.t, p.q, p.v, p.a, 5)
-    out = [np.zeros(7) for _ in range(3)]
-    for knot in t[1:-1]:
-        sides = []
-        for tau in (knot - 1e-7, knot + 1e-7):
-            tr.sample(tau, *out)
-            sides.append([o.copy() for o in out])
-        for d in range(3):
-            assert sides[0][d] == pytest.approx(sides[1][d], abs=1e-4)
+    for t, q in (([0.0, 3.0, 3.5, 6.5], [0.0, 0.0, 0.2, 0.2]), ([0.0, 0.4, 0.5, 2.0, 2.2], [0.0, 0.3, -0.1, 0.0, 0.1])):
+        q = Q0 + np.outer(q, np.ones(7))
+        p = plan(ARM, pts(np.array(t), q))
+        tr = KnotTrajectory(7, 10)
+        tr.load(p.t, p.q, p.v, np.zeros_like(p.q), 3)
+        out = [np.zeros(7) for _ in range(3)]
+        for k in range(len(t) - 1):  # every sample lies between its segment's two points
+            lo, hi = np.minimum(q[k], q[k + 1]) - 1e-9, np.maximum(q[k], q[k + 1]) + 1e-9
+            for tau in np.linspace(t[k], t[k + 1], 50):
+                tr.sample(tau, *out)
+                assert (out[0] >= lo).all() and (out[0] <= hi).all()
 
 
 def test_partial_reordered_joint_sets_keep_the_goal_order():
@@ -139,3 +144,11 @@ def test_monitor_reports_path_and_goal_violations_by_joint():
     moving = np.zeros(7)
     moving[1] = 0.3
     assert "right_j1 still moves at 0.3000 rad/s" in m.goal_violation(end, moving)
+
+
+def test_a_lone_point_at_time_zero_is_checked_against_the_goal_not_the_arm():
+    off = Q0 + np.r_[0.01, np.zeros(6)]  # within the start tolerance, beyond a tight goal tolerance
+    p = plan(ARM, pts([0.0], [off]), goal_tolerance=[F.Tolerance("right_j0", 0.001, 0.0)])
+    assert p.q[0] == pytest.approx(Q0)  # the trajectory starts (and stays) where the arm is ...
+    why = F.FollowMonitor(p).goal_violation(Q0, np.zeros(7))
+    assert why is not None and "goal error of right_j0" in why  # ... which is not the goal asked for

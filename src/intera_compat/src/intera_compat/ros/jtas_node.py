@@ -36,9 +36,9 @@ from ..config import load_config
 from ..trajectory import follow as F
 from .loop_trajectory import LoopTrajectory
 
-LOOP_SILENCE = 1.0  # s without word from the loop about a running goal: it is gone
+LOOP_SILENCE = 1.0  # s without word from the loop about a running goal: it is gone (at least 3 feedback periods)
 STOP_WAIT = 5.0  # s to wait for the arm to stop on its path after a cancel
-JOINT_STATE_WAIT = 1.0  # s: joint states older than this do not tell where the arm is
+JOINT_STATE_WAIT = 1.0  # s: joint states older than this do not tell where the arm is (at least 3 periods)
 
 # the loop's reasons that end a goal, as FollowJointTrajectory error codes
 _INVALID = (ExecuteTrajectoryResult.R_START_DEVIATION, ExecuteTrajectoryResult.R_INVALID,
@@ -52,6 +52,9 @@ class JointTrajectoryActionServer:
         if not (np.isfinite(rate) and 1.0 <= rate <= 1000.0):
             raise ValueError(f"rate {rate} Hz: give 1..1000")
         self.mode, self.rate = mode, rate
+        # (the loop's feedback and the joint states come at this node's rate: a low -r stretches the waits)
+        self.loop_silence = max(LOOP_SILENCE, 3.0 / rate)
+        self.joint_state_wait = max(JOINT_STATE_WAIT, 3.0 / rate)
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
         self.joints = list(cfg.joint_names)
         self._index = {j: i for i, j in enumerate(self.joints)}
@@ -104,7 +107,7 @@ class JointTrajectoryActionServer:
 
     def _measured(self):
         with self._js_lock:
-            fresh = self._q is not None and rospy.get_time() - self._js_time <= JOINT_STATE_WAIT
+            fresh = self._q is not None and rospy.get_time() - self._js_time <= self.joint_state_wait
             return (self._q, self._v) if fresh and np.isfinite(self._q).all() else (None, None)
 
     # ---- goals -----------------------------------------------------------------------------
@@ -127,7 +130,7 @@ class JointTrajectoryActionServer:
 
     def _plan(self, goal) -> F.FollowPlan:
         traj = goal.trajectory
-        if not self._wait_for_joint_states(JOINT_STATE_WAIT):
+        if not self._wait_for_joint_states(self.joint_state_wait):
             raise F.GoalError(F.INVALID_GOAL, "no current joint states on /robot/joint_states: the arm's position "
                                               "is unknown")
         q, _ = self._measured()
@@ -142,7 +145,14 @@ class JointTrajectoryActionServer:
         try:
             try:
                 plan = self._plan(goal)
-                if not self._wait_for_start(goal.trajectory.header.stamp.to_sec(), plan.duration):
+                stamp = goal.trajectory.header.stamp.to_sec()
+                later = stamp > rospy.get_time()
+                if not self._wait_for_start(stamp, plan.duration):
+                    return
+                if later:  # checked again against where the arm is now (another client may have moved it)
+                    plan = self._plan(goal)
+                if self.server.is_preempt_requested():
+                    self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
                     return
                 self.loop.send(plan.names, plan.t, plan.q, plan.v, plan.a, tracking=plan.tracking, kp=plan.kp)
             except F.GoalError as e:
@@ -191,7 +201,7 @@ class JointTrajectoryActionServer:
                                              fb.actual_velocities)
                 if why is not None:
                     return self._stop(F.PATH_TOLERANCE_VIOLATED, f"{why} at t = {fb.time:.3f} s: stopped on its path")
-            if self.loop.silent_for() > LOOP_SILENCE:
+            if self.loop.silent_for() > self.loop_silence:
                 return self._stop(F.PATH_TOLERANCE_VIOLATED, "the realtime loop stopped answering")
         res = self.loop.result
         if res is not None and res.status == ExecuteTrajectoryResult.SUCCEEDED:

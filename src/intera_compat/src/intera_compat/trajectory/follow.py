@@ -1,7 +1,7 @@
 """FollowJointTrajectory goals for the robot-side joint trajectory action server (no ROS).
 
 ``prepare`` turns a goal (plain data) into a ``FollowPlan``: the trajectory in the goal's joint
-order with velocities and accelerations filled in where the goal leaves them out, the tolerances
+order with velocities filled in where the goal leaves them out (shape-preserving: never beyond the points), the tolerances
 in force per joint (Intera's per-mode defaults, contract §2.7, overridden by the goal's non-zero
 values) and how the loop tracks it. ``GoalError`` carries the control_msgs error code and a
 message naming the field. ``FollowMonitor`` decides, from the loop's feedback and the measured
@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import make_interp_spline
+from scipy.interpolate import PchipInterpolator
 
 from ..sources.trajectory import TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY
 
@@ -100,6 +100,7 @@ class FollowPlan:
     goal_time: float  # s
     tracking: int
     kp: np.ndarray  # (m,) velocity tracking gain
+    goal_q: np.ndarray  # (m,) the goal's own last point (q[-1] may be the arm's position for a lone point at t = 0)
 
     @property
     def duration(self) -> float:
@@ -127,18 +128,17 @@ def _tolerances(names, given, default, what: str, positive_off: bool):
 
 
 def fill_derivatives(t, q, v, a):
-    """Velocities/accelerations where the goal has none: positions only → a C⁴ quintic spline through
-    the points, at rest (zero velocity and acceleration) at both ends, gives the knots' velocities and
-    accelerations; velocities only → accelerations stay absent (the loop interpolates cubic Hermite).
-    Returns (v, a), either may be None."""
+    """Velocities where the goal has none: positions only → each knot's velocity from its neighbours by the
+    shape-preserving (PCHIP) rule — zero where the path turns or holds, so the cubic Hermite segments between the
+    points never swing beyond them (a spline fitted through all the points at once overshoots by up to the whole
+    move when the points are unevenly timed) — at rest at both ends; accelerations stay absent (the loop
+    interpolates cubic Hermite). Returns (v, a), either may be None."""
     if v is None:
         if len(t) == 1:
-            return np.zeros_like(q), np.zeros_like(q)
-        rest = [(1, np.zeros(q.shape[1])), (2, np.zeros(q.shape[1]))]
-        s = make_interp_spline(t, q, k=5, bc_type=(rest, rest), axis=0)
-        v, a = s(t, 1), s(t, 2)
-        v[[0, -1]] = a[[0, -1]] = 0.0  # exactly (the fit leaves ~1e-15)
-        return v, a
+            return np.zeros_like(q), None
+        v = PchipInterpolator(t, q, axis=0).derivative()(t)
+        v[[0, -1]] = 0.0
+        return v, None
     return v, a
 
 
@@ -187,6 +187,7 @@ def prepare(names, points, limb_joints, current, mode: str, params: dict, path_t
     if not math.isfinite(goal_time_tolerance) or goal_time_tolerance < 0.0:
         raise GoalError(INVALID_GOAL, f"goal_time_tolerance is {goal_time_tolerance} s")
     q = arrays["positions"].copy()
+    goal_q = arrays["positions"][-1].copy()
     d = params
     path_pos, path_vel = _tolerances(names, path_tolerance, [d[f"{n}_trajectory"] for n in names],
                                      "path_tolerance", positive_off=False)
@@ -220,7 +221,7 @@ def prepare(names, points, limb_joints, current, mode: str, params: dict, path_t
                       goal_tol=goal_pos, goal_vel_tol=goal_vel,
                       stopped_velocity=stopped if stopped > 0.0 else np.inf,
                       goal_time=goal_time_tolerance if goal_time_tolerance > 0.0 else float(d["goal_time"]),
-                      tracking=MODES[mode], kp=np.array([d[f"{n}_kp"] for n in names], float))
+                      tracking=MODES[mode], kp=np.array([d[f"{n}_kp"] for n in names], float), goal_q=goal_q)
 
 
 class FollowMonitor:
@@ -250,7 +251,7 @@ class FollowMonitor:
         """None when the goal is met: every joint within its goal tolerance of the last point and
         moving slower than the stopped-velocity tolerance; else what is not met."""
         p = self.plan
-        err = np.abs(p.q[-1] - np.asarray(actual_q))
+        err = np.abs(p.goal_q - np.asarray(actual_q))
         over = err > p.goal_tol
         if over.any():
             j = int(np.argmax(over))
