@@ -38,8 +38,7 @@ class RosControlBridge:
         self.samples = 0
         self.sent = 0
         self.stale = 0  # speed-scaling messages that were not finite numbers
-        field = "effort" if s.interface == "effort" else s.interface
-        self._field = field
+        self._field = s.interface  # the out record's array that goes to the controller
         self.msg = Float64MultiArray()
         self.msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
         self.pub = rospy.Publisher(s.command_topic, Float64MultiArray, queue_size=1, tcp_nodelay=True)
