@@ -201,9 +201,13 @@ def test_kinematics_follow_the_arm_ik_then_move_there(robot):
     goal = PoseStamped(pose=ep.msg.pose)
     goal.header.frame_id = "base"
     goal.pose.position.z -= 0.05
-    res = ik(SolvePositionIKRequest(pose_stamp=[goal], tip_names=["right_hand"]))
+    req = SolvePositionIKRequest(pose_stamp=[goal], tip_names=["right_hand"])  # seeded here: a nearby answer
+    req.seed_mode = SolvePositionIKRequest.SEED_USER
+    req.seed_angles.append(JointState(name=ARM, position=list(arm_positions(robot))))
+    res = ik(req)
     assert res.result_type[0] > 0
     q = np.array(res.joints[0].position)
+    assert np.abs(q - arm_positions(robot)).max() < 0.5
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
     assert wait_for(lambda: np.abs(arm_positions(robot) - q).max() < TOL, 20, every=lambda: send_positions(cmd, q))
     time.sleep(0.2)
