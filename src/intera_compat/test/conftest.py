@@ -103,7 +103,9 @@ def sim(launch):
 # every backend's launch line (no_rt: the tests share two cores with it); the Limb-level node tests run against each
 ROBOT_LAUNCHES = {
     "sim": ("sawyer_sim.launch",),
-    "ros_control": ("ros_control.launch", "fake:=true"),  # the MuJoCo arm behind gazebo_ros_control's interface
+    # the MuJoCo arm behind gazebo_ros_control's interface, at 50 Hz: 3 periods = 60 ms of link timeout (the Python
+    # fake stalls beyond 15 ms on a loaded 2-core VM)
+    "ros_control": ("ros_control.launch", "fake:=true", "rate:=50"),  # the MuJoCo arm behind gazebo_ros_control's interface
 }
 
 

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.node
 
 @pytest.fixture
 def rc(launch):
-    launch("roslaunch", "intera_compat", "ros_control.launch", "fake:=true", "no_rt:=true", log_name="rc.log")
+    launch("roslaunch", "intera_compat", "ros_control.launch", "fake:=true", "rate:=50", "no_rt:=true",
+           log_name="rc.log")
     js = Latest("/robot/joint_states", JointState)
     js.wait(60)
     yield js

@@ -48,11 +48,13 @@ class RosControlSettings:
     startup_timeout: float = 30.0  # s the loop waits for the first joint states
 
     @classmethod
-    def from_config(cls, cfg, interface: str = "") -> "RosControlSettings":
-        """``interface``: overrides the config's (a launch argument)."""
+    def from_config(cls, cfg, interface: str = "", rate: float = 0.0) -> "RosControlSettings":
+        """``interface``, ``rate`` (> 0): override the config's (launch arguments)."""
         raw = dict(cfg.raw.get("ros_control") or {})
         if interface:
             raw["interface"] = interface
+        if rate > 0.0:
+            raw["rate"] = float(rate)
         topics = {**cls().command_topics, **(raw.pop("command_topics", None) or {})}
         unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
         if unknown:
@@ -99,7 +101,7 @@ class RosControlBackend(Backend):
 
     def __init__(self, rm, link: dict):
         super().__init__(rm.cfg.all_joints)
-        self.settings = s = RosControlSettings.from_config(rm.cfg, link.get("interface", ""))
+        self.settings = s = RosControlSettings.from_config(rm.cfg, link.get("interface", ""), link.get("rate", 0.0))
         self.capabilities = s.capabilities()
         self.period = 1.0 / s.rate
         n = len(self.joint_names)
@@ -120,7 +122,8 @@ class RosControlBackend(Backend):
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:
-        return RosControlSettings.from_config(cfg, options.get("interface", "")).capabilities()
+        s = RosControlSettings.from_config(cfg, options.get("interface", ""), options.get("rate", 0.0))
+        return s.capabilities()
 
     # ---- pacing: the arm's joint states are the clock -------------------------------------------------
     clock = True

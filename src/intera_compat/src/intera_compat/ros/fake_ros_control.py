@@ -35,9 +35,9 @@ from ..model.robot_model import RobotModel
 class FakeRosControl:
     def __init__(self):
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
-        s = RosControlSettings.from_config(cfg, rospy.get_param("~interface", ""))
+        s = RosControlSettings.from_config(cfg, rospy.get_param("~interface", ""), float(rospy.get_param("~rate", 0.0)))
         self.interface = s.interface
-        self.rate = float(rospy.get_param("~rate", s.rate))
+        self.rate = s.rate
         self.names = list(s.joints)
         rm = RobotModel(cfg)
         q0 = cfg.full_pose(rospy.get_param("~initial_pose", cfg.sim.get("initial_pose", "neutral")))

@@ -96,7 +96,8 @@ class RealtimeLoopNode:
         self.bridge = None
         options, fds = {}, ()
         if backend == "ros_control":  # the arm's topics, for the loop process (which has no rospy)
-            self.bridge = RosControlBridge(cfg, rospy.get_param("~ros_control_interface", ""))
+            self.bridge = RosControlBridge(cfg, rospy.get_param("~ros_control_interface", ""),
+                                           float(rospy.get_param("~ros_control_rate", 0.0)))
             options, fds = self.bridge.link, self.bridge.child_fds
         self.caps = declared_capabilities(backend, cfg, options)
         self._refused_modes: set = set()

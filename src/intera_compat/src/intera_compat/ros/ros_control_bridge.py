@@ -21,9 +21,9 @@ from ..safety.faults import FAULT_CONTROLLER_ERROR
 
 
 class RosControlBridge:
-    def __init__(self, cfg, interface: str = ""):
-        self.s = s = RosControlSettings.from_config(cfg, interface)
-        self.interface = interface
+    def __init__(self, cfg, interface: str = "", rate: float = 0.0):
+        self.s = s = RosControlSettings.from_config(cfg, interface, rate)
+        self.interface, self.rate = interface, rate
         self.joints = list(s.joints)
         n = self.n = len(self.joints)
         self.hw_in = SeqlockRecord(in_layout(n), create=True)
@@ -51,7 +51,7 @@ class RosControlBridge:
     def link(self) -> dict:
         """What the loop process needs (pipe ends it inherits: ``pass_fds``)."""
         return {"in": self.hw_in.name, "out": self.hw_out.name, "wake_fd": self.wake_r, "command_fd": self.command_w,
-                "interface": self.interface}
+                "interface": self.interface, "rate": self.rate}
 
     @property
     def child_fds(self) -> tuple:
