@@ -105,7 +105,7 @@ ROBOT_LAUNCHES = {
     "sim": ("sawyer_sim.launch",),
     # the MuJoCo arm behind gazebo_ros_control's interface, at 50 Hz: 3 periods = 60 ms of link timeout (the Python
     # fake stalls beyond 15 ms on a loaded 2-core VM)
-    "ros_control": ("ros_control.launch", "fake:=true", "rate:=50"),  # the MuJoCo arm behind gazebo_ros_control's interface
+    "ros_control": ("ros_control.launch", "fake:=true", "rate:=50"),
 }
 
 
