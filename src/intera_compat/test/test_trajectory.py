@@ -437,3 +437,26 @@ def test_the_speed_override_pauses_the_time_base_without_ending_the_trajectory(l
     loop.run(2.0)
     assert loop.trajectories.results[tid].status == T.SUCCEEDED
     assert np.abs(loop.arm_q - q1).max() < 0.0087
+
+
+def test_velocity_tracking_blocked_by_an_obstacle_does_not_wind_up_and_overshoot_when_released(loop):
+    m = loop.backend.m
+    jid = m.joint("right_j0").id
+    q0 = loop.arm_q
+    free_range = m.jnt_range[jid].copy()
+    m.jnt_range[jid] = [free_range[0], q0[0] + 0.05]  # an obstacle 0.05 rad along the path
+    q1 = q0 + np.array([0.4, 0, 0, 0, 0, 0, 0])
+    t, q, v, a = min_jerk(q0, q1, 1.0)
+    tid = loop.trajectories.execute(t, q, v, a, tracking=T.TRACK_VELOCITY, kp=np.full(7, 5.0))
+    loop.run(3.0)  # the trajectory has ended; the arm is still against the obstacle
+    assert loop.trajectories.results[tid].status == T.SUCCEEDED
+    s = loop.state.local
+    assert s.position[0] < q0[0] + 0.06
+    assert abs(s.cmd_position[0] - s.position[0]) <= loop.cfg.control["following_error"]["window"] + 1e-9
+    m.jnt_range[jid] = free_range  # released
+    top = -np.inf
+    for _ in range(300):
+        loop.run(0.01)
+        top = max(top, loop.arm_q[0])
+    assert top < q1[0] + 0.01  # goes to the last point, not past it to where a wound-up setpoint went
+    assert abs(loop.arm_q[0] - q1[0]) < 0.01

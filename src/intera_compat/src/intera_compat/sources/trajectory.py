@@ -274,6 +274,12 @@ class TrajectorySource(SetpointSource):
         self.error = float(self._err.max())
         return 0
 
+    def rebase(self, sp: Setpoint) -> None:
+        """Velocity tracking integrates its own setpoint: pull it back to where the chain held it (no wind-up
+        against an obstacle or a limit, so no snap on release). The other laws sample the trajectory itself."""
+        if self.tracking == TRACK_VELOCITY:
+            self._cmd_q[:] = sp.q[self.idx]
+
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
         """Handed the arm with nothing staged: hold the current setpoint."""
         if self.state != TRAJ_RUNNING:
