@@ -152,3 +152,28 @@ def test_a_lone_point_at_time_zero_is_checked_against_the_goal_not_the_arm():
     assert p.q[0] == pytest.approx(Q0)  # the trajectory starts (and stays) where the arm is ...
     why = F.FollowMonitor(p).goal_violation(Q0, np.zeros(7))
     assert why is not None and "goal error of right_j0" in why  # ... which is not the goal asked for
+
+
+def test_a_noisy_100_hz_recording_is_played_through_fewer_points_within_the_limits_and_near_every_sample():
+    from intera_compat.trajectory.spline import cubic_peak_acceleration, limit_violation
+    amax = np.array([10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0])
+    rng = np.random.default_rng(3)
+    t = np.cumsum(np.r_[0.0, 0.01 + rng.uniform(-0.004, 0.004, 999)])  # a recorder's 100 Hz, jittered
+    w = np.pi / t[-1] * np.arange(1, 8)
+    q = Q0 + 0.4 * (1.0 - np.cos(np.outer(t, w))) + rng.normal(0.0, 5e-4, (1000, 7))  # sampling noise
+    q[0] = Q0
+    as_given = plan(ARM, pts(t, q))  # without the limits every sample is a knot: far beyond the arm
+    assert len(as_given.t) == 1000 and (cubic_peak_acceleration(as_given.t, as_given.q, as_given.v) > 3 * amax).any()
+    p = plan(ARM, pts(t, q), accel_limits=amax)
+    assert 20 < len(p.t) < 1000 and p.t[0] == 0.0 and p.t[-1] == t[-1]
+    assert limit_violation(p.t, p.q, p.v, None, 3, np.full(7, 10.0), amax) is None
+    from scipy.interpolate import CubicHermiteSpline
+    assert np.abs(CubicHermiteSpline(p.t, p.q, p.v, axis=0)(t) - q).max() <= F.THIN_TOLERANCE
+    np.testing.assert_array_equal(p.goal_q, q[-1])
+    # a recording too noisy to come within the tolerance of its samples is left as it is (and refused downstream)
+    loud = q + rng.normal(0.0, 0.01, q.shape)
+    loud[0] = Q0
+    assert len(plan(ARM, pts(t, loud), accel_limits=amax).t) == 1000
+    # sparse waypoints within the limits are never thinned
+    sparse = plan(ARM, pts([0.0, 1.0, 2.5, 4.0], Q0 + np.outer([0.0, 0.2, 0.25, 0.3], np.ones(7))), accel_limits=amax)
+    assert len(sparse.t) == 4

@@ -139,7 +139,7 @@ class JointTrajectoryActionServer:
         tols = [[F.Tolerance(t.name, t.position, t.velocity) for t in tl]
                 for tl in (goal.path_tolerance, goal.goal_tolerance)]
         return F.prepare(traj.joint_names, points, self.joints, q, self.mode, self._params(), tols[0], tols[1],
-                         goal.goal_time_tolerance.to_sec())
+                         goal.goal_time_tolerance.to_sec(), self.cfg.limits.accel[:len(self.joints)])
 
     def _execute(self, goal) -> None:
         try:

@@ -22,9 +22,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
+from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
 
 from ..sources.trajectory import TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY
+from .spline import cubic_peak_acceleration
 
 # control_msgs/FollowJointTrajectoryResult error codes
 SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED, \
@@ -127,24 +128,63 @@ def _tolerances(names, given, default, what: str, positive_off: bool):
     return pos, vel
 
 
-def fill_derivatives(t, q, v, a):
+# a positions-only recording (joint_recorder at 100 Hz) carries its sampling noise: a curve through
+# every sample would need accelerations far beyond the arm's. Such a goal is played through fewer of
+# its points (at least this far apart, the smallest spacing that fits the limits) as long as no given
+# point is further than THIN_TOLERANCE from the played curve; otherwise it is refused as it stands.
+THIN_SPACINGS = (0.02, 0.04, 0.08, 0.12, 0.16, 0.24, 0.32)  # s
+THIN_TOLERANCE = 0.01  # rad
+
+
+def _pchip_velocities(t, q):
+    v = PchipInterpolator(t, q, axis=0).derivative()(t)
+    v[[0, -1]] = 0.0
+    return v
+
+
+def _thinned(t, q, amax):
+    """(t, q, v) through a subset of the points whose cubic Hermite curve keeps within ``amax`` and
+    within THIN_TOLERANCE of every given point, else None."""
+    for gap in THIN_SPACINGS:
+        keep = [0]
+        for i in range(1, len(t) - 1):
+            if t[i] - t[keep[-1]] >= gap and t[-1] - t[i] >= 0.5 * gap:
+                keep.append(i)
+        keep.append(len(t) - 1)
+        if len(keep) == len(t):
+            continue
+        tk, qk = t[keep], q[keep]
+        vk = _pchip_velocities(tk, qk)
+        if np.abs(CubicHermiteSpline(tk, qk, vk, axis=0)(t) - q).max() > THIN_TOLERANCE:
+            return None
+        if (cubic_peak_acceleration(tk, qk, vk) <= amax).all():
+            return tk, qk, vk
+    return None
+
+
+def fill_derivatives(t, q, v, a, amax=None):
     """Velocities where the goal has none: positions only → each knot's velocity from its neighbours by the
     shape-preserving (PCHIP) rule — zero where the path turns or holds, so the cubic Hermite segments between the
     points never swing beyond them (a spline fitted through all the points at once overshoots by up to the whole
     move when the points are unevenly timed) — at rest at both ends; accelerations stay absent (the loop
-    interpolates cubic Hermite). Returns (v, a), either may be None."""
-    if v is None:
-        if len(t) == 1:
-            return np.zeros_like(q), None
-        v = PchipInterpolator(t, q, axis=0).derivative()(t)
-        v[[0, -1]] = 0.0
-        return v, None
-    return v, a
+    interpolates cubic Hermite). Dense noisy positions beyond ``amax`` (the goal's joints) are thinned (above).
+    Returns (t, q, v, a); t and q are the given arrays unless thinned, a may be None."""
+    if v is not None:
+        return t, q, v, a
+    if len(t) == 1:
+        return t, q, np.zeros_like(q), None
+    v = _pchip_velocities(t, q)
+    if amax is not None and not (cubic_peak_acceleration(t, q, v) <= amax).all():
+        thin = _thinned(t, q, np.asarray(amax, float))
+        if thin is not None:
+            return (*thin, None)
+    return t, q, v, None
 
 
 def prepare(names, points, limb_joints, current, mode: str, params: dict, path_tolerance=(), goal_tolerance=(),
-            goal_time_tolerance: float = 0.0) -> FollowPlan:
-    """Validate a goal and build its plan; ``current`` are the limb's measured positions (limb order)."""
+            goal_time_tolerance: float = 0.0, accel_limits=None) -> FollowPlan:
+    """Validate a goal and build its plan; ``current`` are the limb's measured positions and ``accel_limits``
+    its joints' acceleration limits (limb order; for thinning dense positions-only goals)."""
     names = list(names)
     if not names:
         raise GoalError(INVALID_JOINTS, "trajectory.joint_names is empty")
@@ -215,7 +255,7 @@ def prepare(names, points, limb_joints, current, mode: str, params: dict, path_t
     if a is not None:
         a = a.copy()
         a[-1] = 0.0
-    v, a = fill_derivatives(t, q, v, a)
+    t, q, v, a = fill_derivatives(t, q, v, a, None if accel_limits is None else np.asarray(accel_limits, float)[cols])
     stopped = float(d["stopped_velocity_tolerance"])
     return FollowPlan(names=names, cols=np.array(cols), t=t, q=q, v=v, a=a, path_tol=path_pos, path_vel_tol=path_vel,
                       goal_tol=goal_pos, goal_vel_tol=goal_vel,
