@@ -80,11 +80,33 @@ def _pkg_path(p: str) -> str:
 REALTIME_DEFAULTS = {"spin_margin_us": 150.0, "idle_latency_us": -1}
 
 
+def _merged(base: dict, over: dict) -> dict:
+    """``over`` on top of ``base``: nested sections merge key by key, any other value (lists too) replaces."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return out
+
+
+def _read_raw(path: str, seen=()) -> dict:
+    """A config file's mapping; ``inherit: other.yaml`` (next to it) supplies every key it leaves out."""
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a mapping")
+    parent = raw.pop("inherit", None)
+    if parent is None:
+        return raw
+    parent = parent if os.path.isabs(parent) else os.path.join(os.path.dirname(os.path.abspath(path)), parent)
+    if parent in seen:
+        raise ValueError(f"{path}: inherit loops back to {parent}")
+    return _merged(_read_raw(parent, (*seen, path)), raw)
+
+
 def load_config(path: str | None = None) -> RobotConfig:
     """Load and validate a robot config; raises ValueError naming the offending key."""
     path = path or DEFAULT_CONFIG
-    with open(path) as f:
-        raw = yaml.safe_load(f)
+    raw = _read_raw(path)
     params_path = _pkg_path(raw["ros_params"])
     with open(params_path) as f:
         params = yaml.safe_load(f)

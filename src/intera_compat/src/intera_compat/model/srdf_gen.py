@@ -12,7 +12,7 @@ A pair of links is disabled when it is
   them, e.g. a cylinder on its own axis). Such pairs cannot collide; left enabled they would keep
   collision avoidance engaged (repelling, slowing) in ordinary poses such as neutral.
 
-Run ``python -m intera_compat.model.srdf_gen [out.srdf]`` after changing the URDF.
+Run ``python -m intera_compat.model.srdf_gen [--config CONFIG.yaml] [out.srdf]`` after changing the URDF.
 """
 from __future__ import annotations
 
@@ -56,13 +56,21 @@ def disabled_pairs(rm: RobotModel, samples: int = 20000, seed: int = 1) -> dict[
         np.minimum(d_min, d, out=d_min)
         np.maximum(d_max, d, out=d_max)
     rest = _rest_poses(rm)
+    # a link pair is judged on all of its shapes' pairs: Default when one of them (nearly) always collides,
+    # Never only when every one of them never does
+    default, never = set(), {}
     for i, cp in enumerate(geom.collisionPairs):
         k, _, _ = key(cp)
         if k in reasons:
             continue
         if tight_hits[i] >= 0.99 * samples or k in rest:
+            default.add(k)
+        never[k] = never.get(k, True) and bool(
+            avoid_hits[i] == 0 or d_min[i] > NEVER_CLEARANCE or (tight_hits[i] == 0 and d_max[i] - d_min[i] < 1e-6))
+    for k, nv in never.items():
+        if k in default:
             reasons[k] = "Default"
-        elif avoid_hits[i] == 0 or d_min[i] > NEVER_CLEARANCE or (tight_hits[i] == 0 and d_max[i] - d_min[i] < 1e-6):
+        elif nv:
             reasons[k] = "Never"
     return reasons
 
@@ -86,11 +94,16 @@ def srdf_text(reasons: dict[tuple[str, str], str], name: str = "sawyer") -> str:
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    cfg = load_config()
-    rm = RobotModel(cfg, srdf=EMPTY_SRDF)
-    text = srdf_text(disabled_pairs(rm))
-    out = argv[0] if argv else cfg.srdf_path
+    import argparse
+    ap = argparse.ArgumentParser(description="write the SRDF of disabled self-collision pairs")
+    ap.add_argument("--config", default=None, help="robot config (default: the Sawyer's)")
+    ap.add_argument("out", nargs="?", default=None, help="output file (default: the config's srdf)")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    cfg = load_config(args.config)
+    name = cfg.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    rm = RobotModel(cfg, srdf=EMPTY_SRDF.replace("sawyer", name))
+    text = srdf_text(disabled_pairs(rm), name)
+    out = args.out or cfg.srdf_path
     with open(out, "w") as f:
         f.write(text)
     print(f"wrote {out}")
