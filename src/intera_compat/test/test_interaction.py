@@ -7,7 +7,8 @@ import pytest
 
 from intera_compat.config import load_config
 from intera_compat.control.interaction import (FORCE, FORCE_WITH_MOTION_LIMIT, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT,
-                                               CartesianImpedance, InteractionLimits, InteractionParams, pack)
+                                               CartesianAdmittance, CartesianImpedance, InteractionLimits,
+                                               InteractionParams, pack)
 from intera_compat.hardware.sim import SimBackend, SimPositionBackend
 from intera_compat.loop.layouts import MSG_CUFF, MSG_INTERACTION, POSITION_MODE
 from intera_compat.loop.offline import OfflineLoop
@@ -61,6 +62,8 @@ def hand(L, rm) -> np.ndarray:
     ("max_impedance", dict(max_k=(True,) * 5), "max_impedance has 5 values"),
     ("endpoint_name", dict(endpoint="right_l3"), "endpoint_name 'right_l3'"),
     ("interaction_frame", dict(orientation=(0, 0, 0.5, 0.5)), "not a unit quaternion"),
+    ("K_impedance", dict(K=()), "K_impedance is empty"),
+    ("force_command", dict(modes=(IMPEDANCE_WITH_FORCE_LIMIT,) * 6, force=()), "force_command is empty"),
 ])
 def test_a_bad_command_is_refused_naming_the_field(field, kw, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -105,7 +108,8 @@ def test_the_rotational_wall_pushes_back_beyond_82_5_degrees_unless_constrained_
         for _ in range(200):  # (the slew limit)
             assert imp.compute(q, zero, q_ref, zero)
         out[free] = imp.tau.copy()
-    assert abs(out[False][6]) > 20.0  # the wall: (95 − 82.5)° at 300 Nm/rad ≈ 65 Nm about the hand's axis
+    assert abs(out[False][6]) > 20.0  # the wall: (95 − 82.5)° at 300 Nm/rad, saturated at 30 Nm about the hand's axis
+    assert abs(out[False][6]) < LIM.rotation_wall_torque + 1.0
     assert np.abs(out[True]).max() < 1e-6  # zero rotational stiffness, no wall, no nullspace stiffness
 
 
@@ -293,3 +297,80 @@ def test_admittance_force_mode_presses_a_surface_on_a_position_arm(rm):
     L.event(MSG_INTERACTION, *words(active=False))  # off: position hold where it is, no more pushing down
     L.run(0.5)
     assert not L.cycle.interaction_engaged and L.backend.scene_force()[2] < 10.5
+
+
+def test_limits_that_would_divide_by_zero_are_refused():
+    with pytest.raises(ValueError, match="admittance_mass"):
+        InteractionLimits(admittance_mass=(0.0, 1.0))
+    with pytest.raises(ValueError, match="k_cap"):
+        InteractionLimits.from_config({"k_cap": [1300.0, float("nan")]})
+
+
+def test_force_axes_are_damped_by_default_even_with_zero_stiffness(rm):
+    L = started()
+    interact(L, modes=(FORCE,) * 3 + (IMPEDANCE,) * 3, K=(0, 0, 0, 30, 30, 30))
+    assert L.cycle.interaction_engaged
+    assert L.cycle.impedance.D[:3] == pytest.approx(LIM.d_default[0])  # not 0 (√0 · 8)
+
+
+def test_a_tool_point_in_the_endpoint_frame_is_where_the_rotational_stiffness_acts(rm):
+    """With interaction_frame.position 15 cm along the hand's z (in_endpoint_frame), a torque turns the tool about
+    that point: it stays put while the hand swings; without the offset the hand stays put."""
+    moved = {}
+    for off in (0.0, 0.15):
+        L = started()
+        interact(L, K=(1300, 1300, 1300, 10, 10, 10), position=(0, 0, off), in_endpoint=True)
+        x0 = rm.fk(L.q, "right_hand")
+        point0 = x0.translation + x0.rotation @ np.array([0, 0, 0.15])
+        L.backend.apply_wrench("right_hand", [0, 0, 0, 1.5, 0, 0], 2.0)
+        L.run(1.5)
+        x = rm.fk(L.q, "right_hand")
+        assert abs(pin.log3(x.rotation @ x0.rotation.T)[0]) > 0.08  # it turned
+        moved[off] = (np.linalg.norm(x.translation - x0.translation),
+                      np.linalg.norm(x.translation + x.rotation @ np.array([0, 0, 0.15]) - point0))
+    assert moved[0.0][0] < 0.005 < 0.012 < moved[0.0][1]  # about the hand: the hand stays
+    assert moved[0.15][1] < 0.005 < 0.012 < moved[0.15][0]  # about the tool point: the point stays
+
+
+def test_admittance_parameter_change_resets_the_reference_without_a_jump(rm):
+    L = position_arm()
+    interact(L, K=(200, 200, 200, 30, 30, 30))
+    L.backend.apply_wrench("right_hand", [10.0, 0, 0, 0, 0, 0], 1.6)
+    L.run(1.0)  # pushed ~5 cm along x, still pushed
+    before = hand(L, rm)
+    L.event(MSG_INTERACTION, *words(K=(150, 200, 200, 30, 30, 30)))
+    track = []
+    for _ in range(10):
+        L.run(0.005)
+        track.append(hand(L, rm))
+    assert np.abs(np.array(track) - before).max() < 0.005  # the reference came to the arm: no step of δ
+    for _ in range(30):  # the push goes on (10 N / 150 N/m from there), ends, and the arm settles at the reset reference
+        L.run(0.05)
+        assert np.linalg.norm(hand(L, rm) - before) < 0.075
+    assert np.linalg.norm(hand(L, rm) - before) < 0.005
+
+
+def test_admittance_does_not_wind_up_against_a_blocked_arm_or_take_a_bad_wrench(rm):
+    """The arm is held (the measured joints never move) while a push drives the admittance for 2 s: the command
+    leads the measured joints by at most admittance_max_lag, at most the joints' speed; a reversed push moves the
+    command back at once. A NaN wrench changes nothing."""
+    q = CFG.full_pose("neutral").astype(float)
+    ad = CartesianAdmittance(rm, "right_hand", slice(0, 7), LIM, 0.001)
+    ad.set(InteractionParams(words(K=(0, 1300, 1300, 30, 30, 30)), 7))
+    ad.start(q[:7])
+    vmax = np.asarray(rm.model.velocityLimit)[rm.perm[:7]]
+    push = np.array([20.0, 0, 0, 0, 0, 0])
+    for _ in range(2000):
+        assert ad.compute(q, push, q)
+        assert (np.abs(ad.v_cmd) <= vmax * 1.0001).all()
+    lead = ad.q_cmd - q[:7]
+    assert np.abs(lead).max() <= LIM.admittance_max_lag + 1e-9
+    x_far = rm.fk(np.r_[ad.q_cmd, q[7:]], "right_hand").translation[0]
+    for _ in range(100):
+        assert ad.compute(q, -push, q)
+    x_back = rm.fk(np.r_[ad.q_cmd, q[7:]], "right_hand").translation[0]
+    assert x_back < x_far - 0.002  # 0.1 s after the reversal it is already coming back (nothing to unwind)
+    state = (ad.q_cmd.copy(), ad.delta.copy())
+    assert not ad.compute(q, np.array([np.nan, 0, 0, 0, 0, 0]), q)
+    assert np.array_equal(ad.q_cmd, state[0]) and np.array_equal(ad.delta, state[1])
+    assert np.isfinite(ad.delta_v).all()

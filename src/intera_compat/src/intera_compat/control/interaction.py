@@ -58,6 +58,20 @@ class InteractionLimits:
     admittance_mass: tuple = (10.0, 1.0)  # kg, kg m²: position arms' virtual endpoint inertia ...
     admittance_damping_ratio: float = 0.7  # ... and its least damping ratio (a position servo adds none)
     admittance_nullspace_rate: float = 1.0  # 1/s at K_nullspace 10: how fast the joints drift to the reference
+    admittance_speed: tuple = (0.5, 1.5)  # m/s, rad/s: the virtual endpoint never moves faster than this
+    admittance_max_lag: float = 0.1  # rad: the command never leads the measured joints by more (anti-windup)
+    rotation_wall_torque: float = 30.0  # Nm: the rotational wall's push saturates here (it is damped, too)
+
+    def __post_init__(self):
+        positive = {"k_cap": self.k_cap, "k_top": self.k_top, "d_default": self.d_default, "d_cap": self.d_cap,
+                    "f_cap": self.f_cap, "motion_limit": self.motion_limit, "admittance_mass": self.admittance_mass,
+                    "admittance_speed": self.admittance_speed, "bandwidth_hz": (self.bandwidth_hz,),
+                    "kns_cap": (self.kns_cap,), "torque_rate": (self.torque_rate,),
+                    "admittance_max_lag": (self.admittance_max_lag,), "rotation_wall": (self.rotation_wall,),
+                    "rotation_wall_torque": (self.rotation_wall_torque,)}
+        for name, v in positive.items():
+            if len(v) not in (1, 2) or not all(math.isfinite(float(x)) and float(x) > 0.0 for x in v):
+                raise ValueError(f"control.interaction.{name} is {v}: must be finite and > 0")
 
     @classmethod
     def from_config(cls, c: dict | None) -> "InteractionLimits":
@@ -114,7 +128,10 @@ def pack(active: bool, modes, K, max_k, D, K_ns, force, frame_position, frame_or
         raise ValueError(f"interaction_control_mode[{bad[0]}] is {m[bad[0]]:g}: use 1 IMPEDANCE, 2 FORCE, "
                          f"3 IMPEDANCE_WITH_FORCE_LIMIT or 4 FORCE_WITH_MOTION_LIMIT")
     k = _vector("K_impedance", K, 6)
-    k = np.zeros(6) if k is None else k
+    if k is None:
+        if np.isin(m, (IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT)).any():  # (zeros would leave those axes limp)
+            raise ValueError("K_impedance is empty: 6 values are needed for IMPEDANCE axes")
+        k = np.zeros(6)
     if (k < 0).any():
         i = int(np.argmax(k < 0))
         raise ValueError(f"K_impedance[{i}] is {k[i]:g}: stiffness must be >= 0")
@@ -143,7 +160,10 @@ def pack(active: bool, modes, K, max_k, D, K_ns, force, frame_position, frame_or
         notes.append(f"K_nullspace[{i}] {ns[i]:g} capped to {limits.kns_cap:g}")
     np.minimum(ns, limits.kns_cap, out=ns)
     f = _vector("force_command", force, 6)
-    f = np.zeros(6) if f is None else f
+    if f is None:
+        if (m == IMPEDANCE_WITH_FORCE_LIMIT).any():  # (a zero limit would leave those axes limp)
+            raise ValueError("force_command is empty: 6 values are needed for IMPEDANCE_WITH_FORCE_LIMIT axes")
+        f = np.zeros(6)
     fcap = np.repeat(limits.f_cap, 3)
     for i in np.flatnonzero(np.abs(f) > fcap):
         notes.append(f"force_command[{i}] {f[i]:g} capped to {math.copysign(fcap[i], f[i]):g}")
@@ -158,6 +178,9 @@ def pack(active: bool, modes, K, max_k, D, K_ns, force, frame_position, frame_or
         raise ValueError(f"interaction_frame.orientation has norm {norm:.4f}: not a unit quaternion")
     else:
         quat = quat / norm
+    if p.any() and not in_endpoint_frame:
+        notes.append("interaction_frame.position acts with in_endpoint_frame only (a point on the tool); in the "
+                     "base frame only the orientation (the axes) is used")
     out[_O_MODE:_O_MODE + 6] = m
     out[_O_K:_O_K + 6] = k
     out[_O_MAXK:_O_MAXK + 6] = mk
@@ -192,6 +215,10 @@ class InteractionParams:
         self.frame_rotation = pin.Quaternion(qw, x, y, z).toRotationMatrix() if self.active else np.eye(3)
         flags = w[o + n + 13:o + n + 17] > 0.5
         self.in_endpoint_frame, self.disable_damping, self.disable_reset, self.rotations_cz = (bool(b) for b in flags)
+        self.force_axes = np.isin(self.modes, (FORCE, FORCE_WITH_MOTION_LIMIT))
+        # the controlled point: the tip, or a point on the tool (endpoint-frame coordinates)
+        self.offset = w[o + n + 6:o + n + 9] if self.in_endpoint_frame else np.zeros(3)
+        self.has_offset = bool(self.offset.any())
 
     def same_as(self, other: "InteractionParams | None") -> bool:
         return other is not None and np.array_equal(self.words, other.words)
@@ -216,6 +243,30 @@ def axis_wrench(p: InteractionParams, K, D, e, ed, xd, motion_limit, k_wall, F) 
                     if F[i] * out > 0.0:
                         F[i] = 0.0  # no more push outward
                     F[i] -= out * (k_wall[i] * over + D[i] * max(xd[i] * out, 0.0))
+
+
+def default_damping(p: InteractionParams, K, d0, k_lo, D) -> None:
+    """D_impedance, or its default: d0 at the K cap, scaled with √K (a constant damping ratio); force axes
+    (where K is not used) get d0 itself."""
+    if p.d_given:
+        D[:] = p.D
+        return
+    np.divide(K, k_lo, out=D)
+    np.sqrt(D, out=D)
+    D *= d0
+    np.copyto(D, d0, where=p.force_axes)
+
+
+def controlled_point(p: InteractionParams, x, J, r, Jp) -> np.ndarray:
+    """The controlled point's position and (into ``Jp``, when there is a tool offset) its Jacobian, from the
+    tip's placement ``x`` and world-aligned Jacobian ``J``; ``r`` receives the offset in base axes."""
+    if not p.has_offset:
+        r[:] = 0.0
+        return J
+    r[:] = x.rotation @ p.offset
+    Jp[:] = J
+    Jp[:3] -= pin.skew(r) @ J[3:]
+    return Jp
 
 
 class CartesianImpedance:
@@ -257,6 +308,8 @@ class CartesianImpedance:
         # singularity Λ grows without bound along the lost direction, the damping with it
         self._lam_cap = np.array([30.0, 30.0, 30.0, 3.0, 3.0, 3.0])
         self._e_w = np.zeros(6)
+        self._d_cap = np.repeat(limits.d_cap, 3)
+        self._r, self._Jp = np.zeros(3), np.zeros((6, n))
         # the joint-torque loop (a Sawyer's series-elastic joints close one): the link-side torque the joint
         # sensors measure is driven to the torque asked for, integrating their difference — what the joints'
         # own friction and damping take away is added back (bounded by torque_loop_cap)
@@ -305,7 +358,10 @@ class CartesianImpedance:
         self._xd_ref[:] = pin.getFrameVelocity(self.model, d, self.fid, pin.LOCAL_WORLD_ALIGNED).vector
 
     def compute(self, q: np.ndarray, v: np.ndarray, q_ref: np.ndarray, v_ref: np.ndarray) -> bool:
-        """Fill ``self.tau`` (arm joints); False if the result is not finite (the caller holds instead)."""
+        """Fill ``self.tau`` (arm joints); False if the inputs or the result are not finite, or the
+        configuration is singular (the caller holds instead)."""
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            return False
         p, lim, arm = self.params, self.lim, self.arm
         self._reference(q_ref, v_ref)
         m, d = self.model, self.data
@@ -316,11 +372,18 @@ class CartesianImpedance:
         M[self._lower] = M.T[self._lower]
         J = pin.computeFrameJacobian(m, d, self._q, self.fid, pin.LOCAL_WORLD_ALIGNED)[:, self.cols]
         x = d.oMf[self.fid]
+        J = controlled_point(p, x, J, self._r, self._Jp)
         xd = J @ v[arm]
         # errors in the base frame: position, rotation vector taking the actual orientation to the reference
-        e_w = self._e_w
-        e_w[:3] = self._x_ref.translation - x.translation
-        e_w[3:] = pin.log3(self._x_ref.rotation @ x.rotation.T)
+        e_w, xr = self._e_w, self._x_ref
+        e_w[:3] = xr.translation - x.translation - self._r
+        xd_ref = self._xd_ref
+        if p.has_offset:  # the reference's point on the tool, and its velocity
+            r_ref = xr.rotation @ p.offset
+            e_w[:3] += r_ref
+            xd_ref = xd_ref.copy()
+            xd_ref[:3] += np.cross(xd_ref[3:], r_ref)
+        e_w[3:] = pin.log3(xr.rotation @ x.rotation.T)
         # the interaction frame's axes
         Ra = x.rotation @ p.frame_rotation if p.in_endpoint_frame else p.frame_rotation
         R6 = self._R6
@@ -328,27 +391,31 @@ class CartesianImpedance:
         R6[3:, 3:] = Ra
         e = self.e
         e[:] = R6.T @ e_w
-        ed = R6.T @ (self._xd_ref - xd)
+        ed = R6.T @ (xd_ref - xd)
         xd_a = R6.T @ xd
-        # apparent endpoint inertia in those axes (for max_impedance and the damping floor)
-        MiJt = np.linalg.solve(M, J.T)  # M⁻¹ Jᵀ
-        lam = np.linalg.inv(J @ MiJt + self._reg)
-        lam_a = np.clip(np.diag(R6.T @ lam @ R6), 0.0, self._lam_cap)
+        # apparent endpoint inertia along each of those axes alone (1 / diag Λ⁻¹: the others left free)
+        try:
+            MiJt = np.linalg.solve(M, J.T)  # M⁻¹ Jᵀ
+            lam_inv = J @ MiJt + self._reg
+            lam = np.linalg.inv(lam_inv)
+        except np.linalg.LinAlgError:
+            return False
+        lam_a = np.clip(1.0 / np.diag(R6.T @ lam_inv @ R6), 0.0, self._lam_cap)
         K, D = self.K, self.D
         np.copyto(K, np.clip(lam_a * self._w2, self._k_lo, self._k_hi), where=p.max_k)
         np.copyto(K, p.K, where=~p.max_k)
-        if p.d_given:
-            D[:] = p.D
-        else:
-            D[:] = self._d0 * np.sqrt(K / self._k_lo)
+        default_damping(p, K, self._d0, self._k_lo, D)
         np.maximum(D, 2.0 * lim.min_damping_ratio * np.sqrt(K * lam_a), out=D)
+        np.minimum(D, self._d_cap, out=D)
         axis_wrench(p, K, D, e, ed, xd_a, self._mlim, self._k_hi, self.F)
         Fw = self.F_world
         Fw[:] = R6 @ self.F
         if not p.rotations_cz:
             theta = float(np.linalg.norm(e_w[3:]))
-            if theta > lim.rotation_wall:
-                Fw[3:] += (self._k_hi[3] * (theta - lim.rotation_wall) / theta) * e_w[3:]
+            if theta > lim.rotation_wall:  # a damped wall, its push saturated (near 180° the axis is ill-defined)
+                u = e_w[3:] / theta
+                push = min(self._k_hi[3] * (theta - lim.rotation_wall), lim.rotation_wall_torque)
+                Fw[3:] += (push + self._d_cap[3] * max(-float(u @ xd[3:]), 0.0)) * u
         tau_task = J.T @ Fw
         # nullspace stiffness through the dynamically consistent projector
         dq = q_ref[arm] - q[arm]
@@ -370,7 +437,11 @@ class CartesianAdmittance:
     mass-spring-damper offset δ of the endpoint from the reference, driven by the measured wrench and the
     controller's own per-axis wrench (the same laws as the torque arms'), integrated every cycle and turned into
     joint positions by one damped-least-squares step from the last command (plus a drift toward the reference's
-    joints in the nullspace). Damping is there from the start: never below ``admittance_damping_ratio``."""
+    joints in the nullspace). Damping is there from the start: never below ``admittance_damping_ratio``, and a
+    floor even where force-mode damping is disabled. The step is bounded by the joints' speed and position
+    limits and the command never leads the measured joints by more than ``admittance_max_lag``; when a bound
+    cuts the step, δ is recomputed from the pose actually commanded (no wind-up against a blocked arm).
+    δ is kept in base axes, so a change of the interaction frame does not move the arm."""
 
     def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
         self.rm, self.arm, self.lim, self.dt = rm, arm, limits, dt
@@ -380,7 +451,7 @@ class CartesianAdmittance:
         n = self.n = len(self.cols)
         self.params: InteractionParams | None = None
         self.K, self.D, self.F, self.F_world, self.e = (np.zeros(6) for _ in range(5))
-        self.delta = np.zeros(6)  # the endpoint's offset from the reference, interaction-frame axes
+        self.delta = np.zeros(6)  # the endpoint's offset from the reference, base axes
         self.delta_v = np.zeros(6)
         self.q_cmd = np.zeros(n)
         self.v_cmd = np.zeros(n)
@@ -388,9 +459,23 @@ class CartesianAdmittance:
         self._k_lo, self._k_hi = np.repeat(limits.k_cap, 3), np.repeat(limits.k_top, 3)
         self._d0 = np.repeat(limits.d_default, 3)
         self._mlim = np.repeat(limits.motion_limit, 3)
+        # free axes (K = 0) still get a tenth of the K cap's damping: a position arm has no friction to stop a drift
+        self._d_min = 0.2 * limits.admittance_damping_ratio * np.sqrt(self._k_lo * self._mass)
+        self._speed = limits.admittance_speed
+        vmax = np.asarray(rm.model.velocityLimit, float)[self.cols]
+        vmax = np.where(np.isfinite(vmax) & (vmax > 0.0), vmax, 1.0)
+        self._dq_max = vmax * dt
+        lo, hi = (np.asarray(a, float)[self.cols] for a in (rm.model.lowerPositionLimit, rm.model.upperPositionLimit))
+        bounded = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
+        self._q_lo, self._q_hi = np.where(bounded, lo, -np.inf), np.where(bounded, hi, np.inf)
+        self._lag = limits.admittance_max_lag
+        self._cut = False  # a bound cut the last step: recompute δ from the commanded pose
         self._q = np.zeros(rm.model.nq)
         self._R6 = np.zeros((6, 6))
         self._err = np.zeros(6)
+        self._da, self._dva, self._acc, self._tmp = (np.zeros(6) for _ in range(4))
+        self._r, self._Jp = np.zeros(3), np.zeros((6, n))
+        self._q_new = np.zeros(n)
         self._lam2 = 1e-4 * np.eye(6)
         self._ns_rate = limits.admittance_nullspace_rate * dt / limits.kns_cap
 
@@ -398,11 +483,25 @@ class CartesianAdmittance:
         self.params = params
 
     def start(self, q: np.ndarray) -> None:
-        """Interaction takes the arm at measured joint positions ``q`` (arm joints)."""
+        """Interaction takes the arm (or its reference was reset) at measured joint positions ``q`` (arm
+        joints): no offset, at rest."""
         self.delta[:] = 0.0
         self.delta_v[:] = 0.0
         self.q_cmd[:] = q
         self.v_cmd[:] = 0.0
+        self._cut = False
+
+    def rebase(self, q: np.ndarray) -> None:
+        """The safety chain let only ``q`` (arm joints) through of the last command: continue from there, δ
+        recomputed from it next cycle."""
+        if not np.array_equal(q, self.q_cmd):
+            self.q_cmd[:] = q
+            self._cut = True
+
+    def hold(self) -> None:
+        """No new command this cycle: the last one, at rest."""
+        self.v_cmd[:] = 0.0
+        self.delta_v[:] = 0.0
 
     def _fk(self, q_arm: np.ndarray, q_full: np.ndarray):
         self._q[:] = 0.0
@@ -411,13 +510,31 @@ class CartesianAdmittance:
         J = pin.computeFrameJacobian(self.model, self.data, self._q, self.fid, pin.LOCAL_WORLD_ALIGNED)[:, self.cols]
         return self.data.oMf[self.fid], J
 
+    @staticmethod
+    def _cap_norm(v: np.ndarray, top: float) -> None:
+        s = float(np.linalg.norm(v))
+        if s > top:
+            v *= top / s
+
     def compute(self, q: np.ndarray, wrench: np.ndarray, q_ref: np.ndarray) -> bool:
         """Advance one cycle: ``q`` measured (all joints), ``wrench`` the measured external wrench at the tip
-        (base axes), ``q_ref`` the reference (all joints). Results in ``q_cmd`` / ``v_cmd`` (arm joints)."""
+        (base axes), ``q_ref`` the reference (all joints). Results in ``q_cmd`` / ``v_cmd`` (arm joints). False
+        (and nothing changed) when an input or the step is not finite."""
+        if not (np.isfinite(q).all() and np.isfinite(wrench).all() and np.isfinite(q_ref).all()):
+            return False
         p, lim, arm = self.params, self.lim, self.arm
-        x_ref, _ = self._fk(q_ref[arm], q_ref)
-        x_ref = x_ref.copy()
+        x_ref, J = self._fk(q_ref[arm], q_ref)
+        R_ref = x_ref.rotation.copy()
+        p_ref = x_ref.translation.copy()
+        if p.has_offset:
+            p_ref += R_ref @ p.offset
         x, J = self._fk(self.q_cmd, q)
+        J = controlled_point(p, x, J, self._r, self._Jp)
+        pos = x.translation + self._r
+        if self._cut:  # back-calculation: δ is where the last (cut) command put the endpoint
+            self.delta[:3] = pos - p_ref
+            self.delta[3:] = pin.log3(x.rotation @ R_ref.T)
+            self._cut = False
         Ra = x.rotation @ p.frame_rotation if p.in_endpoint_frame else p.frame_rotation
         R6 = self._R6
         R6[:3, :3] = Ra
@@ -425,34 +542,71 @@ class CartesianAdmittance:
         K, D = self.K, self.D
         np.copyto(K, self._k_hi, where=p.max_k)
         np.copyto(K, p.K, where=~p.max_k)
-        D[:] = p.D if p.d_given else self._d0 * np.sqrt(K / self._k_lo)
+        default_damping(p, K, self._d0, self._k_lo, D)
         np.maximum(D, 2.0 * lim.admittance_damping_ratio * np.sqrt(K * self._mass), out=D)
-        # (free axes, K = 0, still get a tenth of the K cap's: a position arm has no friction to stop a drift)
-        np.maximum(D, 0.2 * lim.admittance_damping_ratio * np.sqrt(self._k_lo * self._mass), out=D)
-        # the controller's wrench at the offset (e = reference − virtual pose = −δ), plus the measured one
-        self.e[:] = -self.delta
-        axis_wrench(p, K, D, self.e, -self.delta_v, self.delta_v, self._mlim, self._k_hi, self.F)
-        f_ext = R6.T @ wrench
-        acc = (self.F + f_ext) / self._mass
-        self.delta_v += acc * self.dt
-        self.delta += self.delta_v * self.dt
+        np.maximum(D, self._d_min, out=D)
+        # the controller's wrench at the offset (e = reference − virtual pose = −δ), plus the measured one,
+        # in the interaction frame's axes
+        da, dva = self._da, self._dva
+        np.dot(R6.T, self.delta, out=da)
+        np.dot(R6.T, self.delta_v, out=dva)
+        np.negative(da, out=self.e)
+        np.negative(dva, out=self._tmp)
+        axis_wrench(p, K, D, self.e, self._tmp, dva, self._mlim, self._k_hi, self.F)
+        if p.disable_damping:  # (a position arm has no friction: the floor stays)
+            np.multiply(self._d_min, dva, out=self._tmp)
+            self._tmp *= p.force_axes
+            self.F -= self._tmp
+        acc = self._acc
+        np.dot(R6.T, wrench, out=acc)
+        acc += self.F
+        acc /= self._mass
+        acc *= self.dt
+        dva += acc
+        self._cap_norm(dva[:3], self._speed[0])
+        self._cap_norm(dva[3:], self._speed[1])
+        np.multiply(dva, self.dt, out=self._tmp)
+        da += self._tmp
         if not p.rotations_cz:
-            theta = float(np.linalg.norm(self.delta[3:]))
+            theta = float(np.linalg.norm(da[3:]))
             if theta > lim.rotation_wall:  # the wall: the offset goes no further
-                self.delta[3:] *= lim.rotation_wall / theta
-                self.delta_v[3:] = 0.0
+                da[3:] *= lim.rotation_wall / theta
+                dva[3:] = 0.0
         self.F_world[:] = R6 @ self.F
         # the target pose and one damped least-squares step toward it from the last command
-        d_w = R6 @ self.delta
+        d_w = R6 @ da
         err = self._err
-        err[:3] = x_ref.translation + d_w[:3] - x.translation
-        err[3:] = pin.log3(pin.exp3(d_w[3:]) @ x_ref.rotation @ x.rotation.T)
+        err[:3] = p_ref + d_w[:3] - pos
+        err[3:] = pin.log3(pin.exp3(d_w[3:]) @ R_ref @ x.rotation.T)
         dq = J.T @ np.linalg.solve(J @ J.T + self._lam2, err)
         # nullspace drift toward the reference's joints (K_nullspace sets its rate)
         pull = p.K_ns * self._ns_rate * (q_ref[arm] - self.q_cmd)
         dq += pull - J.T @ np.linalg.solve(J @ J.T + self._lam2, J @ pull)
         if not np.isfinite(dq).all():
             return False
-        self.q_cmd += dq
-        np.divide(dq, self.dt, out=self.v_cmd)
+        # the joints' speed limits (the step scaled as a whole: the direction stays), their position limits,
+        # and the lead over the measured joints
+        over = float(np.max(np.abs(dq) / self._dq_max))
+        cut = over > 1.0
+        if cut:
+            dq /= over
+        qn = self._q_new
+        np.add(self.q_cmd, dq, out=qn)
+        q_meas = q[arm]
+        lead = float(np.max(np.abs(qn - q_meas)))
+        if lead > self._lag:
+            np.clip(qn, q_meas - self._lag, q_meas + self._lag, out=qn)
+            cut = True
+        if (qn < self._q_lo).any() or (qn > self._q_hi).any():
+            np.clip(qn, self._q_lo, self._q_hi, out=qn)
+            cut = True
+        np.subtract(qn, self.q_cmd, out=self.v_cmd)
+        self.v_cmd /= self.dt
+        self.q_cmd[:] = qn
+        np.dot(R6, da, out=self.delta)
+        if cut:  # the endpoint moves only as fast as the cut step lets it (δ itself: next cycle)
+            np.dot(J, self.v_cmd, out=self.delta_v)
+            self._cut = True
+        else:
+            np.dot(R6, dva, out=self.delta_v)
         return True

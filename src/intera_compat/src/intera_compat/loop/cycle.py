@@ -336,6 +336,8 @@ class LoopCycle:
             self.interaction_law.set(p)
         if not p.active or not p.disable_reset or old is None:
             self._hold_here(now)
+            if p.active and self.interaction_engaged and self.admittance is not None:
+                self.admittance.start(self.hw.position[self.admittance.arm])  # the offset goes with the reference
 
     def _hold_here(self, now: float) -> None:
         """The arm's reference becomes its measured position (a jerk-limited stop from its measured velocity)."""
@@ -390,8 +392,8 @@ class LoopCycle:
         """Admittance (a position arm): the arm joints' setpoint becomes the admittance's joint command."""
         sp, hw, ad = self.sp, self.hw, self.admittance
         if not ad.compute(hw.position, hw.wrench, sp.q):
-            self.interaction_failures += 1  # (a singular configuration): the source's reference this cycle
-            return
+            self.interaction_failures += 1  # (a bad wrench, a singular step): the last command holds
+            ad.hold()
         sp.track(ad.arm, ad.q_cmd, ad.v_cmd, 0.0)
 
     # ---- safety -------------------------------------------------------------------------
@@ -573,7 +575,10 @@ class LoopCycle:
             if code:
                 self._hold_measured()
             elif np.count_nonzero(np.not_equal(sp.source_q, sp.q, out=self._changed)):  # the chain held the reference back
-                arb.active.rebase(sp)
+                if self.interaction_engaged and self.admittance is not None:
+                    self.admittance.rebase(sp.q[self.admittance.arm])  # it cut the admittance's step, not the source's
+                else:
+                    arb.active.rebase(sp)
                 if sp.any_windowed:
                     self.law.reset()  # no integral wind-up against an obstacle either
                 if arb.head is not None and arb.active is not self.brake:
