@@ -106,7 +106,10 @@ ROBOT_LAUNCHES = {
     # the MuJoCo arm behind gazebo_ros_control's interface, at 50 Hz: 3 periods = 60 ms of link timeout (the Python
     # fake stalls beyond 15 ms on a loaded 2-core VM)
     "ros_control": ("ros_control.launch", "fake:=true", "rate:=50"),
+    # a 6-axis arm (UR5e figures) behind the same interface: right_j0..right_j5, no head
+    "ur5e": ("ros_control.launch", "fake:=true", "rate:=50", "arm:=ur5e"),
 }
+ROBOT_JOINTS = {"sim": 7, "ros_control": 7, "ur5e": 6}  # arm joints each backend's launch exposes
 
 
 @pytest.fixture(params=sorted(ROBOT_LAUNCHES))
@@ -124,5 +127,6 @@ def _start_robot(launch, backend, *args):
     js = Latest("/robot/joint_states", JointState)
     js.wait(60)
     js.backend = backend
+    js.arm = [f"right_j{i}" for i in range(ROBOT_JOINTS[backend])]
     yield js
     js.close()

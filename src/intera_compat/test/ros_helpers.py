@@ -43,8 +43,9 @@ def wait_for(pred, timeout, period=0.01, every=None):
 
 
 def arm_positions(js):
+    """The arm joints' positions (``js.arm``: a backend fixture's joint names; a Sawyer's by default)."""
     m = js.msg
-    return np.array([m.position[m.name.index(n)] for n in ARM])
+    return np.array([m.position[m.name.index(n)] for n in getattr(js, "arm", ARM)])
 
 
 def publisher(topic, cls, latch=False):
@@ -54,4 +55,4 @@ def publisher(topic, cls, latch=False):
 
 
 def send_positions(pub, target):
-    pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=ARM, position=list(target)))
+    pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=ARM[:len(target)], position=list(target)))

@@ -15,7 +15,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool
 
-from conftest import ROBOT_LAUNCHES
+from conftest import ROBOT_JOINTS, ROBOT_LAUNCHES
 from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
 
 pytestmark = pytest.mark.node
@@ -27,23 +27,26 @@ def test_limb_role_enable_and_move_to_neutral(robot):
     tips = Latest("/robot/limb/right/tip_states", EndpointStates)
     state = Latest("/robot/state", RobotAssemblyState)
     m = robot.wait()
-    assert len(m.position) == len(m.velocity) == len(m.effort) == len(m.name) and "head_pan" in m.name
+    n = len(robot.arm)
+    assert len(m.position) == len(m.velocity) == len(m.effort) == len(m.name)
+    assert ("head_pan" in m.name) == (n == 7) and set(robot.arm) <= set(m.name)  # (the 6-axis arm has no head)
     assert ep.wait(5).header.frame_id == "base"
     assert "right_hand" in tips.wait(5).names
     assert rospy.get_param("/manifest/robot_software/version/HLR_VERSION_STRING").startswith("5.3.")
-    assert rospy.get_param("/robot_config/right_config/joint_names") == ARM
+    assert rospy.get_param("/robot_config/right_config/joint_names") == robot.arm
     en = publisher("/robot/set_super_enable", Bool)
     assert wait_for(lambda: state.msg is not None and state.msg.enabled, 5, every=lambda: en.publish(True))
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
-    away = arm_positions(robot) + np.array([0.3, -0.3, 0.2, 0.3, -0.3, 0.3, 0.5])
+    away = arm_positions(robot) + np.array([0.3, -0.3, 0.2, 0.3, -0.3, 0.3, 0.5])[:n]
     assert wait_for(lambda: np.abs(arm_positions(robot) - away).max() < TOL, 15, every=lambda: send_positions(cmd, away))
     neutral = rospy.get_param("/named_poses/right/poses/neutral")
     assert wait_for(lambda: np.abs(arm_positions(robot) - neutral).max() < TOL, 15,
                     every=lambda: send_positions(cmd, neutral))
-    # the endpoint follows: neutral right_hand pose
+    # the endpoint follows: neutral right_hand pose (Sawyer's; the UR5e's from its DH table, test_arms.py)
     time.sleep(0.1)
     p = ep.msg.pose.position
-    assert (p.x, p.y, p.z) == pytest.approx((0.4496, 0.1603, 0.2158), abs=2e-3)
+    expected = (0.4496, 0.1603, 0.2158) if n == 7 else (-0.4919, -0.1333, 0.4879)
+    assert (p.x, p.y, p.z) == pytest.approx(expected, abs=2e-3)
     for s in (ep, tips, state):
         s.close()
 
@@ -125,7 +128,9 @@ def test_bad_command_is_rejected_and_arm_holds(robot):
 
 def test_limits_latched_and_estop_cycle(robot):
     lim = Latest("/robot/joint_limits", JointLimits).wait(5)
-    assert lim.joint_names[:7] == ARM and lim.position_upper[6] == pytest.approx(4.7124)
+    n = len(robot.arm)
+    assert lim.joint_names[:n] == robot.arm
+    assert lim.position_upper[n - 1] == pytest.approx(4.7124 if n == 7 else 6.2832)  # (Sawyer's j6; UR's wrist 3)
     state = Latest("/robot/state", RobotAssemblyState)
     rospy.wait_for_service("/robot/sim/set_estop", 5)
     estop = rospy.ServiceProxy("/robot/sim/set_estop", SetBool)
@@ -147,7 +152,8 @@ def test_speed_ratio_and_timeout_topics(robot):
     time.sleep(0.2)
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
     q0 = arm_positions(robot)
-    target = q0 + np.array([1.0, 0, 0, 0, 0, 0, 0])
+    target = q0 + 1.5 * np.eye(len(robot.arm))[0]  # (long enough to reach full speed at a UR's 3.14 rad/s)
+    vmax = Latest("/robot/joint_limits", JointLimits).wait(5).velocity[0]
     peak = [0.0]
 
     def track_peak():
@@ -155,8 +161,8 @@ def test_speed_ratio_and_timeout_topics(robot):
 
     send_positions(cmd, target)  # a single command is tracked (no timeout in POSITION_MODE)
     assert wait_for(lambda: np.abs(arm_positions(robot) - target).max() < TOL, 20, every=track_peak)
-    # ratio 1 took effect: the default 0.3 peaks at 0.52 rad/s (a 50 Hz arm's samples catch ~1.25 of the 1.74)
-    assert peak[0] > 2.0 * 0.3 * 1.74
+    # ratio 1 took effect: the default 0.3 peaks at 0.3 vmax (a 50 Hz arm's samples catch ~1.25 of Sawyer's 1.74)
+    assert peak[0] > 2.0 * 0.3 * vmax
 
 
 @pytest.mark.parametrize("backend", sorted(ROBOT_LAUNCHES))
@@ -165,11 +171,12 @@ def test_boots_disabled_ignores_commands_until_enabled(launch, backend):
            log_name="robot.log")
     js = Latest("/robot/joint_states", JointState)
     js.wait(60)
+    js.arm = ARM[:ROBOT_JOINTS[backend]]
     state = Latest("/robot/state", RobotAssemblyState)
     assert not state.wait(10).enabled
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
     q0 = arm_positions(js)
-    target = q0 + np.array([0.3, 0, 0, 0, 0, 0, 0])
+    target = q0 + 0.3 * np.eye(len(js.arm))[0]
     for _ in range(50):
         send_positions(cmd, target)
         time.sleep(0.01)
@@ -195,7 +202,7 @@ def test_kinematics_follow_the_arm_ik_then_move_there(robot):
     ep = Latest("/robot/limb/right/endpoint_state", EndpointState)
     ep.wait(5)
     req = SolvePositionFKRequest(tip_names=["right_hand"])
-    req.configuration.append(JointState(name=ARM, position=list(arm_positions(robot))))
+    req.configuration.append(JointState(name=robot.arm, position=list(arm_positions(robot))))
     p = fk(req).pose_stamp[0].pose.position
     e = ep.msg.pose.position
     assert (p.x, p.y, p.z) == pytest.approx((e.x, e.y, e.z), abs=2e-3)
@@ -204,7 +211,7 @@ def test_kinematics_follow_the_arm_ik_then_move_there(robot):
     goal.pose.position.z -= 0.05
     req = SolvePositionIKRequest(pose_stamp=[goal], tip_names=["right_hand"])  # seeded here: a nearby answer
     req.seed_mode = SolvePositionIKRequest.SEED_USER
-    req.seed_angles.append(JointState(name=ARM, position=list(arm_positions(robot))))
+    req.seed_angles.append(JointState(name=robot.arm, position=list(arm_positions(robot))))
     res = ik(req)
     assert res.result_type[0] > 0
     q = np.array(res.joints[0].position)

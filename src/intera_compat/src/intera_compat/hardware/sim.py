@@ -148,7 +148,8 @@ class SimPositionBackend(SimBackend):
     capabilities = frozenset({Capability.POSITION, Capability.WRENCH, Capability.SIM_TIME})
 
     def __init__(self, rm: RobotModel, initial_q: np.ndarray | None = None, obstacles=None,
-                 sensor_link: str = "right_l6", tip: str | None = None):
+                 sensor_link: str | None = None, tip: str | None = None):
+        """``sensor_link``: the link the wrist force/torque sensor sits on (default: the last arm joint's)."""
         super().__init__(rm, initial_q, obstacles)
         c = rm.cfg.sim.get("position_servo") or {}
         self.kp = np.asarray(c.get("kp", [10000.0, 10000.0, 5000.0, 5000.0, 1000.0, 1000.0, 300.0, 50.0]), float)
@@ -159,7 +160,14 @@ class SimPositionBackend(SimBackend):
     def connect(self) -> None:
         super().connect()
         m = self.m
-        root = m.body(self.sensor_link).id
+        n = len(self._qadr)
+        for name, g in (("kp", self.kp), ("kd", self.kd)):
+            if len(g) != n:
+                raise ValueError(f"sim.position_servo.{name} has {len(g)} values: the arm (and head) has {n} joints")
+        if self.sensor_link is None:
+            root = int(m.jnt_bodyid[m.joint(self.rm.cfg.joint_names[-1]).id])
+        else:
+            root = m.body(self.sensor_link).id
         self._sensed = np.array([b for b in range(m.nbody) if self._descends(b, root)])
         self._tip_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, self.tip)
         self._f6 = np.zeros(6)

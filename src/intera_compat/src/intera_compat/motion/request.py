@@ -18,6 +18,7 @@ from .errors import ENDPOINT_DOES_NOT_EXIST, INVALID_TRAJECTORY_MESSAGE, MotionE
 JOINT, CARTESIAN = "JOINT", "CARTESIAN"
 # Intera defaults (intera_motion_interface MotionWaypointOptions) for options left at zero / empty
 DEFAULT_SPEED_RATIO = 0.7
+SAWYER_JOINTS = 7  # the length of the SDK's per-joint presets
 DEFAULT_LINEAR_SPEED, DEFAULT_LINEAR_ACCEL = 0.6, 0.6  # m/s, m/s²
 DEFAULT_ROTATIONAL_SPEED, DEFAULT_ROTATIONAL_ACCEL = 1.57, 1.57  # rad/s, rad/s²
 MAX_CORNER_DISTANCE = 0.5  # m
@@ -115,12 +116,16 @@ def _scalar(name: str, x: float, default: float, lo: float = 0.0, hi: float = np
 
 
 def _per_joint(name: str, values, n: int, default: np.ndarray, cap: np.ndarray | None = None) -> np.ndarray:
-    """[] → ``default``; one value → every joint; n values (0 → that joint's default)."""
+    """[] → ``default``; one value → every joint; n values (0 → that joint's default). On an arm of fewer than
+    7 joints, 7 values are a Sawyer's (the SDK's presets, e.g. MotionWaypointOptions' accelerations, are
+    always 7 long): the first n apply."""
     a = _finite(name, values)
     if a.size == 0:
         return default.copy()
     if a.size == 1:
         a = np.full(n, float(a[0]))
+    if a.size == SAWYER_JOINTS > n:
+        a = a[:n]
     if a.size != n:
         raise _invalid(f"{name} has {a.size} values: give none, one, or one per joint ({n})")
     if np.any(a < 0.0):

@@ -6,8 +6,9 @@ test fixture of the ros_control backend, and a way to try ``ros_control.launch``
 * one ``JointGroup{Position,Velocity,Effort}Controller``: ``std_msgs/Float64MultiArray`` on the configured
   command topic, one value per joint in the controller's order; the last command holds until the next (as
   ros_controllers do); a command of the wrong length or with a NaN is refused with a log, as there;
-* the plant: the simulated Sawyer stepped every 1 ms in real time; the position controller is a stiff PD with
-  gravity compensation, the velocity controller a PD on the integrated velocity, the effort controller passes
+* the plant: the configured arm simulated, stepped every 1 ms in real time; the position controller is a stiff
+  PD with gravity compensation and a velocity feed-forward from its last two commands (as a real arm's servo
+  interpolates its stream; a bare PD would brake every move with its D term), the velocity controller a PD on the integrated velocity, the effort controller passes
   torques through.
 
 Fault injection for tests: ``~pause_joint_states`` (std_srvs/SetBool: the link goes silent while true),
@@ -50,6 +51,9 @@ class FakeRosControl:
         self.cmd.position[:] = self.state.position
         self.lock = threading.Lock()
         self._given = self.state.position.copy()  # the controller's latest command
+        self._given_v = np.zeros(n)  # position controller: the velocity between its last two commands ...
+        self._t_given = 0.0  # ... and when the last came (monotonic s)
+        self._v_window = 0.0  # the feed-forward stops this long after the last command
         self.paused = False
         self.dropped = ""
         self.refused = 0
@@ -75,6 +79,16 @@ class FakeRosControl:
                                        f"refused")
             return
         with self.lock:
+            if self.interface == "position":
+                now = time.monotonic()
+                gap = now - self._t_given
+                if 0.0 < gap < 0.5:
+                    np.subtract(d, self._given, out=self._given_v)
+                    self._given_v /= max(gap, self.plant.period)
+                    self._v_window = 2.0 * gap
+                else:
+                    self._given_v[:] = 0.0
+                self._t_given = now
             self._given[:] = d
 
     def _on_pause(self, req):
@@ -102,7 +116,10 @@ class FakeRosControl:
             cmd, st = self.cmd, self.state
             if self.interface == "position":
                 cmd.position[:] = given
-                cmd.velocity[:] = 0.0
+                if time.monotonic() - self._t_given < self._v_window:
+                    cmd.velocity[:] = self._given_v
+                else:
+                    cmd.velocity[:] = 0.0
                 self.plant.write(cmd)
             elif self.interface == "velocity":
                 cmd.position += given * dt  # PD on the integrated velocity command
