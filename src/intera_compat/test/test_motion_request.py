@@ -125,3 +125,20 @@ def test_interpolated_path_points_are_capped():
     path = planner.interpolated_path(plan, 0.001)
     assert len(path) <= MAX_PATH_POINTS + 1 and path[-1].t == pytest.approx(plan.duration)
     assert np.allclose(path[-1].q, q0 + 1.0)
+
+
+def test_a_six_axis_arm_takes_the_sdks_seven_value_presets_and_refuses_other_lengths():
+    """MotionWaypointOptions always sends Sawyer's 7-value acceleration presets: on a 6-axis arm the first six
+    apply; any other wrong length is still refused."""
+    six = ARM[:6]
+
+    def check6(**kw):
+        req = TrajectoryRequest(joint_names=six, waypoints=[joint_wp(q=(0, -0.9, 0, 1.8, 0, -0.9), **kw)])
+        return validate(req, six, ACC[:6], CFG.tips, RM.has_frame)
+
+    assert check6(max_joint_accel=[7, 5, 8, 8, 8, 8, 8]).waypoints[0].accel.tolist() == [7, 5, 8, 8, 8, 8]
+    assert check6(joint_tolerances=[0.05] * 7).waypoints[0].tolerance.tolist() == [0.05] * 6
+    with pytest.raises(MotionError, match="has 8 values"):
+        check6(max_joint_accel=[1.0] * 8)
+    with pytest.raises(MotionError, match="has 5 values"):
+        check6(max_joint_accel=[1.0] * 5)
