@@ -8,12 +8,17 @@
   ``loop_late_pct`` (cycles > 100 µs late) and period jitter;
 * command → state round trip in TRAJECTORY mode: the right_j6 target carries a unique key;
   joint_state_publish_rate 1000; time until a gravity_compensation_torques SEAJointState echoing
-  that commanded_position arrives;
+  that commanded_position arrives (the path's latency: the echo is at 100 Hz, so 1 key in 10 is timed);
 * ``cmd_lost_pct``: sent but never seen by the listener; ``cmd_superseded_pct``: seen, but another
   command reached the loop in the same cycle (all are applied in order; only the last one shows);
-* whole-stack real-time factor with use_sim_time and speedup unlimited.
+* whole-stack real-time factor with use_sim_time and speedup unlimited;
+* ``--backend ros_control``: then the same arm behind ros_control.launch (the fake gazebo_ros_control arm at
+  ``--rate`` Hz, the loop paced by its joint states): the same keyed TRAJECTORY stream, timed to the loop's
+  echo (``rc_roundtrip_*``) and to the Float64MultiArray reaching the arm's position controller
+  (``rc_cmd_to_controller_*``: the extra hop; ``..._with_wait_*`` counts every command until it or a newer one
+  gets there, the wait for the arm's next cycle included), beside the sim's round trip.
 
-    python src/intera_compat/bench/loop_bench.py [--seconds 60] [--quick]
+    python src/intera_compat/bench/loop_bench.py [--seconds 60] [--quick] [--backend ros_control [--rate 250]]
 """
 import argparse
 import os
@@ -50,10 +55,10 @@ def start_master(node_name):
     return port, master
 
 
-def start_stack(port, extra):
+def start_stack(port, extra, launch_file="sawyer_sim.launch"):
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1")
-    log = open(os.path.join(tempfile.gettempdir(), f"loop_bench_{port}.log"), "w")
-    return subprocess.Popen(["roslaunch", "-p", str(port), "intera_compat", "sawyer_sim.launch", *extra], env=env,
+    log = open(os.path.join(tempfile.gettempdir(), f"loop_bench_{port}_{launch_file}.log"), "w")
+    return subprocess.Popen(["roslaunch", "-p", str(port), "intera_compat", launch_file, *extra], env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -106,13 +111,6 @@ def realtime_phase(seconds):
                         pass
                 diags.append(d)
 
-    def on_sea(m):
-        t = time.monotonic()
-        key = int(round((m.commanded_position[6] - base6) * 1e5))
-        with lock:
-            if key in sent and key not in rtt:
-                rtt[key] = t - sent[key]
-
     rospy.Subscriber("/diagnostics", DiagnosticArray, on_diag, queue_size=10)
     js = rospy.wait_for_message("/robot/joint_states", JointState, 30)
     q = [js.position[js.name.index(f"right_j{i}")] for i in range(7)]
@@ -151,21 +149,49 @@ def realtime_phase(seconds):
     js = rospy.wait_for_message("/robot/joint_states", JointState, 5)
     q = [js.position[js.name.index(n)] for n in names]
     base6 = q[6] - 0.2
-    rospy.Subscriber("/robot/limb/right/gravity_compensation_torques", SEAJointState, on_sea, queue_size=100,
-                     tcp_nodelay=True)
-    msg = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=names, position=list(q), velocity=[0.0] * 7,
-                       acceleration=[0.0] * 7)
-    msg.position[6] = base6
-    for _ in range(300):  # walk j6 onto the key base at rest
-        pub.publish(msg)
-        time.sleep(0.002)
+    on_sea = key_timer(sent, lock, base6, rtt)
+    rospy.Subscriber("/robot/limb/right/gravity_compensation_torques", SEAJointState,
+                     lambda m: on_sea(m.commanded_position[6]), queue_size=100, tcp_nodelay=True)
+    msg = keyed_command(pub, names, q, base6)
     time.sleep(1.2)
     d0 = len(diags)
     recv0, sup0 = diags[-1]["commands_received_total"], diags[-1]["commands_superseded_total"]
-    n = int(seconds / 2 * 1000)
+    n = stream_keys(pub, msg, base6, seconds / 2, sent, lock)
+    time.sleep(2.5)
+    trajectory = window(d0)
+    recv = diags[-1]["commands_received_total"] - recv0
+    sup = diags[-1]["commands_superseded_total"] - sup0
+    p50, p99 = percentiles_ms(rtt)
+    return {
+        "position": position, "trajectory": trajectory, "rtt_p50_ms": p50, "rtt_p99_ms": p99,
+        "rtt_samples": len(rtt), "sent": n, "received": recv,
+        "lost_pct": 100.0 * max(0.0, n - recv) / n, "superseded_pct": 100.0 * sup / n,
+        "fifo": diags[-1].get("sched_fifo", 0.0), "cpu": int(diags[-1].get("cpu", -1)),
+        "idle_poll": diags[-1].get("idle_poll", 0.0),
+        "faults": diags[-1].get("faults_total", 0.0),
+    }
+
+
+def keyed_command(pub, names, q, base6):
+    """A TRAJECTORY_MODE command holding ``q`` with right_j6 walked onto the key base (at rest)."""
+    from intera_core_msgs.msg import JointCommand
+
+    msg = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=names, position=list(q), velocity=[0.0] * 7,
+                       acceleration=[0.0] * 7)
+    msg.position[6] = base6
+    for _ in range(300):
+        pub.publish(msg)
+        time.sleep(0.002)
+    return msg
+
+
+def stream_keys(pub, msg, base6, seconds, sent, lock):
+    """1 kHz stream whose right_j6 target carries key k (base6 + k·1e-5: walks 0.01 rad/s); ``sent[k]`` its
+    send time. Returns the number sent."""
+    n = int(seconds * 1000)
     nxt = time.monotonic()
     for k in range(1, n + 1):
-        msg.position[6] = base6 + k * 1e-5  # walks 0.01 rad per s: a changing target with a key
+        msg.position[6] = base6 + k * 1e-5
         with lock:
             sent[k] = time.monotonic()
         pub.publish(msg)
@@ -173,21 +199,70 @@ def realtime_phase(seconds):
         d = nxt - time.monotonic()
         if d > 0:
             time.sleep(d)
-    time.sleep(2.5)
-    trajectory = window(d0)
-    recv = diags[-1]["commands_received_total"] - recv0
-    sup = diags[-1]["commands_superseded_total"] - sup0
-    r = np.array(sorted(rtt.values())) * 1e3
-    return {
-        "position": position, "trajectory": trajectory,
-        "rtt_p50_ms": float(np.percentile(r, 50)) if len(r) else float("nan"),
-        "rtt_p99_ms": float(np.percentile(r, 99)) if len(r) else float("nan"),
-        "rtt_samples": len(r), "sent": n, "received": recv,
-        "lost_pct": 100.0 * max(0.0, n - recv) / n, "superseded_pct": 100.0 * sup / n,
-        "fifo": diags[-1].get("sched_fifo", 0.0), "cpu": int(diags[-1].get("cpu", -1)),
-        "idle_poll": diags[-1].get("idle_poll", 0.0),
-        "faults": diags[-1].get("faults_total", 0.0),
-    }
+    return n
+
+
+def key_timer(sent, lock, base6, out, carry=False):
+    """A callback body timing into ``out[k]`` the first arrival of key k (decoded from a right_j6 value): the
+    path's latency for the freshest command. ``carry``: a newer key carries the older ones forward (a loop
+    slower than the stream takes only the newest command each cycle; the keys it passed over count with their
+    wait for the next cycle) — what a streaming client sees, sampling included."""
+    done = [0]
+
+    def seen(x):
+        t = time.monotonic()
+        key = int(round((x - base6) * 1e5))
+        with lock:
+            if key not in sent or key <= done[0]:
+                return
+            for k in range(done[0] + 1, key + 1) if carry else (key,):
+                if k in sent:
+                    out[k] = t - sent[k]
+            done[0] = key
+    return seen
+
+
+def percentiles_ms(d):
+    r = np.array(sorted(d.values())) * 1e3
+    return (float(np.percentile(r, 50)), float(np.percentile(r, 99))) if len(r) else (float("nan"), float("nan"))
+
+
+def ros_control_phase(seconds, controller_topic, j6_index):
+    """The keyed stream through ros_control.launch: times to the loop's echo and to the arm's controller."""
+    import rospy
+    from intera_core_msgs.msg import JointCommand, SEAJointState
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    js = rospy.wait_for_message("/robot/joint_states", JointState, 60)
+    names = [f"right_j{i}" for i in range(7)]
+    q = [js.position[js.name.index(n)] for n in names]
+    base6 = q[6] - 0.2
+    pub = rospy.Publisher("/robot/limb/right/joint_command", JointCommand, queue_size=1, tcp_nodelay=True)
+    while pub.get_num_connections() == 0:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    msg = keyed_command(pub, names, q, base6)
+    time.sleep(1.2)
+    sent, echo, ctrl, wait, lock = {}, {}, {}, {}, threading.Lock()
+    on_echo, on_ctrl = key_timer(sent, lock, base6, echo), key_timer(sent, lock, base6, ctrl)
+    on_wait = key_timer(sent, lock, base6, wait, carry=True)
+
+    def on_controller(m):
+        on_ctrl(m.data[j6_index])
+        on_wait(m.data[j6_index])
+
+    subs = [rospy.Subscriber("/robot/limb/right/gravity_compensation_torques", SEAJointState,
+                             lambda m: on_echo(m.commanded_position[6]), queue_size=100, tcp_nodelay=True),
+            rospy.Subscriber(controller_topic, Float64MultiArray, on_controller, queue_size=100, tcp_nodelay=True)]
+    n = stream_keys(pub, msg, base6, seconds, sent, lock)
+    time.sleep(1.5)
+    for sub in subs:
+        sub.unregister()
+    (e50, e99), (c50, c99), (w50, w99) = percentiles_ms(echo), percentiles_ms(ctrl), percentiles_ms(wait)
+    return {"echo_p50": e50, "echo_p99": e99, "ctrl_p50": c50, "ctrl_p99": c99, "wait_p50": w50, "wait_p99": w99,
+            "sent": n,
+            "echo_samples": len(echo), "ctrl_samples": len(ctrl)}
 
 
 def rtf_phase(seconds):
@@ -212,6 +287,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--quick", action="store_true", help="≈10 s of measurement, for CI smoke runs")
     ap.add_argument("--config", default=None, help="robot config (default: the package's sawyer.yaml)")
+    ap.add_argument("--backend", choices=("sim", "ros_control"), default="sim",
+                    help="ros_control: also measure the arm behind ros_control.launch (fake gazebo_ros_control arm)")
+    ap.add_argument("--rate", type=float, default=250.0, help="the ros_control arm's joint-state rate [Hz]")
     args = ap.parse_args()
     from intera_compat.config import load_config
 
@@ -231,6 +309,18 @@ def main():
             rt = realtime_phase(seconds)
         finally:
             stop(stack)
+        rc = None  # (before the sim-time phase: its /use_sim_time stays on the master)
+        if args.backend == "ros_control":
+            from intera_compat.hardware.ros_control import RosControlSettings
+
+            settings = RosControlSettings.from_config(cfg, "position", args.rate)
+            stack = start_stack(port, ["fake:=true", "interface:=position", f"rate:={args.rate:g}", *launch_cfg],
+                                "ros_control.launch")
+            try:
+                rc = ros_control_phase(seconds / 2, settings.command_topics["position"],
+                                       cfg.all_joints.index("right_j6"))  # (the controller takes config order)
+            finally:
+                stop(stack)
         stack = start_stack(port, ["use_sim_time:=true", "speedup:=0", *launch_cfg])
         try:
             rtf = rtf_phase(min(seconds, 10.0))
@@ -259,6 +349,17 @@ def main():
         ("cmd_superseded_pct", rt["superseded_pct"], "%", ""),
         ("sim_rtf", rtf, "x", "≥ 5"),
     ]
+    if rc is not None:  # beside the sim's cmd_roundtrip: the same stream through a ros_control arm
+        rows += [
+            ("rc_roundtrip_p50_ms", rc["echo_p50"], "ms", ""),
+            ("rc_roundtrip_p99_ms", rc["echo_p99"], "ms", ""),
+            ("rc_cmd_to_controller_p50_ms", rc["ctrl_p50"], "ms", ""),
+            ("rc_cmd_to_controller_p99_ms", rc["ctrl_p99"], "ms", ""),
+            ("rc_cmd_to_controller_with_wait_p50_ms", rc["wait_p50"], "ms", ""),
+            ("rc_cmd_to_controller_with_wait_p99_ms", rc["wait_p99"], "ms", ""),
+        ]
+        print(f"ros_control arm at {args.rate:g} Hz: {rc['sent']} keyed commands, {rc['echo_samples']} echoed, "
+              f"{rc['ctrl_samples']} seen at the controller (the loop samples the stream once per arm period)")
     print(f"window {seconds:.0f} s (half POSITION, half TRAJECTORY), loop on CPU {rt['cpu']}, SCHED_FIFO "
           f"{bool(rt['fifo'])} (probe {probe_fifo}), spin margin {cfg.realtime['spin_margin_us']} us, "
           f"idle poll {bool(rt['idle_poll'])}, {rt['sent']} commands sent, {rt['received']:.0f} received, "
