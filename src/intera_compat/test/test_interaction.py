@@ -304,6 +304,11 @@ def test_limits_that_would_divide_by_zero_are_refused():
         InteractionLimits(admittance_mass=(0.0, 1.0))
     with pytest.raises(ValueError, match="k_cap"):
         InteractionLimits.from_config({"k_cap": [1300.0, float("nan")]})
+    for bad in ([1300.0], 1300.0, "stiff"):  # a pair needs two numbers: refused at load, not in the cycle
+        with pytest.raises(ValueError, match="two numbers"):
+            InteractionLimits.from_config({"k_cap": bad})
+    with pytest.raises(ValueError, match="admittance_damping_ratio"):
+        InteractionLimits(admittance_damping_ratio=0.0)
 
 
 def test_force_axes_are_damped_by_default_even_with_zero_stiffness(rm):
@@ -374,3 +379,32 @@ def test_admittance_does_not_wind_up_against_a_blocked_arm_or_take_a_bad_wrench(
     assert not ad.compute(q, np.array([np.nan, 0, 0, 0, 0, 0]), q)
     assert np.array_equal(ad.q_cmd, state[0]) and np.array_equal(ad.delta, state[1])
     assert np.isfinite(ad.delta_v).all()
+
+
+def test_force_axes_are_not_braked_by_the_stiffness_the_sdk_sends_there(rm):
+    """InteractionOptions sends K = 1300 on every axis, FORCE ones too: their damping stays the force-mode default
+    (8 Ns/m), not a damping ratio of an unused spring (~160 Ns/m: 10 N would move the hand at 6 cm/s)."""
+    for L in (started(), position_arm()):
+        interact(L, modes=(IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE, IMPEDANCE), force=(0, 8.0, 0, 0, 0, 0))
+        law = L.cycle.impedance or L.cycle.admittance
+        floor = 0.0 if law is L.cycle.impedance else 0.2 * LIM.admittance_damping_ratio * np.sqrt(
+            LIM.k_cap[0] * LIM.admittance_mass[0])  # (a position arm's least damping on any axis)
+        assert law.D[1] == pytest.approx(max(LIM.d_default[0], floor)) and law.D[0] > law.D[1]
+        y0 = hand(L, rm)[1]
+        L.run(0.4)
+        assert hand(L, rm)[1] - y0 > 0.04
+
+
+def test_a_push_at_the_tool_point_does_not_turn_the_tool_on_a_position_arm(rm):
+    """The wrist sensor measures at the hand; with a tool point 20 cm out, a force through that point has a moment
+    about the hand but none about the point: the admittance moves the point, it does not turn it."""
+    L = position_arm()
+    interact(L, K=(200, 200, 1300, 30, 30, 30), position=(0, 0, 0.2), in_endpoint=True)
+    x0 = rm.fk(L.q, "right_hand")
+    point = x0.translation + x0.rotation @ np.array([0, 0, 0.2])
+    f = np.array([0.0, 8.0, 0.0])
+    L.backend.apply_wrench("right_hand", np.r_[f, np.cross(point - x0.translation, f)], 2.0)
+    L.run(1.5)
+    x = rm.fk(L.q, "right_hand")
+    assert np.linalg.norm(pin.log3(x.rotation @ x0.rotation.T)) < 0.02  # (without the shift: ~0.05 rad)
+    assert (x.translation + x.rotation @ np.array([0, 0, 0.2]) - point)[1] > 0.025  # 8 N / 200 N/m = 4 cm

@@ -63,15 +63,21 @@ class InteractionLimits:
     rotation_wall_torque: float = 30.0  # Nm: the rotational wall's push saturates here (it is damped, too)
 
     def __post_init__(self):
-        positive = {"k_cap": self.k_cap, "k_top": self.k_top, "d_default": self.d_default, "d_cap": self.d_cap,
-                    "f_cap": self.f_cap, "motion_limit": self.motion_limit, "admittance_mass": self.admittance_mass,
-                    "admittance_speed": self.admittance_speed, "bandwidth_hz": (self.bandwidth_hz,),
-                    "kns_cap": (self.kns_cap,), "torque_rate": (self.torque_rate,),
-                    "admittance_max_lag": (self.admittance_max_lag,), "rotation_wall": (self.rotation_wall,),
-                    "rotation_wall_torque": (self.rotation_wall_torque,)}
-        for name, v in positive.items():
-            if len(v) not in (1, 2) or not all(math.isfinite(float(x)) and float(x) > 0.0 for x in v):
-                raise ValueError(f"control.interaction.{name} is {v}: must be finite and > 0")
+        """Every figure finite and > 0 (a zero would divide by zero in the cycle); pairs are (linear, angular)."""
+        pairs = ("k_cap", "k_top", "d_default", "d_cap", "f_cap", "motion_limit", "admittance_mass",
+                 "admittance_speed")
+        scalars = ("bandwidth_hz", "kns_cap", "torque_rate", "admittance_max_lag", "rotation_wall",
+                   "rotation_wall_torque", "admittance_damping_ratio", "min_damping_ratio")
+        for name in pairs + scalars:
+            v = getattr(self, name)
+            try:
+                a = np.asarray(v, dtype=float)
+                ok = a.shape == ((2,) if name in pairs else ()) and np.isfinite(a).all() and (a > 0.0).all()
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"control.interaction.{name} is {v!r}: must be "
+                                 f"{'two numbers (linear, angular)' if name in pairs else 'a number'}, finite, > 0")
 
     @classmethod
     def from_config(cls, c: dict | None) -> "InteractionLimits":
@@ -257,6 +263,13 @@ def default_damping(p: InteractionParams, K, d0, k_lo, D) -> None:
     np.copyto(D, d0, where=p.force_axes)
 
 
+def damping_floor(p: InteractionParams, floor: np.ndarray, D) -> None:
+    """D at least ``floor`` (a damping ratio's worth of K) on the axes that have a spring; force axes (K unused:
+    the SDK sends 1300 there) keep the default force-mode damping."""
+    np.copyto(floor, 0.0, where=p.force_axes)
+    np.maximum(D, floor, out=D)
+
+
 def controlled_point(p: InteractionParams, x, J, r, Jp) -> np.ndarray:
     """The controlled point's position and (into ``Jp``, when there is a tool offset) its Jacobian, from the
     tip's placement ``x`` and world-aligned Jacobian ``J``; ``r`` receives the offset in base axes."""
@@ -405,7 +418,7 @@ class CartesianImpedance:
         np.copyto(K, np.clip(lam_a * self._w2, self._k_lo, self._k_hi), where=p.max_k)
         np.copyto(K, p.K, where=~p.max_k)
         default_damping(p, K, self._d0, self._k_lo, D)
-        np.maximum(D, 2.0 * lim.min_damping_ratio * np.sqrt(K * lam_a), out=D)
+        damping_floor(p, 2.0 * lim.min_damping_ratio * np.sqrt(K * lam_a), D)
         np.minimum(D, self._d_cap, out=D)
         axis_wrench(p, K, D, e, ed, xd_a, self._mlim, self._k_hi, self.F)
         Fw = self.F_world
@@ -415,7 +428,8 @@ class CartesianImpedance:
             if theta > lim.rotation_wall:  # a damped wall, its push saturated (near 180° the axis is ill-defined)
                 u = e_w[3:] / theta
                 push = min(self._k_hi[3] * (theta - lim.rotation_wall), lim.rotation_wall_torque)
-                Fw[3:] += (push + self._d_cap[3] * max(-float(u @ xd[3:]), 0.0)) * u
+                d_wall = max(self._d_cap[3] - float(D[3:].max()), 0.0)  # (axis + wall damping within the cap)
+                Fw[3:] += (push + d_wall * max(-float(u @ xd[3:]), 0.0)) * u
         tau_task = J.T @ Fw
         # nullspace stiffness through the dynamically consistent projector
         dq = q_ref[arm] - q[arm]
@@ -476,6 +490,11 @@ class CartesianAdmittance:
         self._da, self._dva, self._acc, self._tmp = (np.zeros(6) for _ in range(4))
         self._r, self._Jp = np.zeros(3), np.zeros((6, n))
         self._q_new = np.zeros(n)
+        self._q_prev = np.zeros(n)  # the command before the last step, ...
+        self._J_last = np.zeros((6, n))  # ... the Jacobian it was taken with ...
+        self._xd_ref = np.zeros(6)  # ... and the reference's velocity then (differenced, base axes)
+        self._p_ref_prev, self._R_ref_prev, self._has_ref = np.zeros(3), np.eye(3), False
+        self._w = np.zeros(6)
         self._lam2 = 1e-4 * np.eye(6)
         self._ns_rate = limits.admittance_nullspace_rate * dt / limits.kns_cap
 
@@ -488,15 +507,31 @@ class CartesianAdmittance:
         self.delta[:] = 0.0
         self.delta_v[:] = 0.0
         self.q_cmd[:] = q
+        self._q_prev[:] = q
         self.v_cmd[:] = 0.0
         self._cut = False
+        self._has_ref = False
+
+    def reference_moved(self, reset: bool) -> None:
+        """New parameters: δ is recomputed next cycle from the command as it stands (its lead over the arm —
+        a contact's force — is kept; a changed tool point or frame moves nothing); ``reset``: the reference
+        was put where the arm is, the offset starts at rest."""
+        self._cut = True
+        self._has_ref = False
+        if reset:
+            self.delta_v[:] = 0.0
 
     def rebase(self, q: np.ndarray) -> None:
         """The safety chain let only ``q`` (arm joints) through of the last command: continue from there, δ
-        recomputed from it next cycle."""
-        if not np.array_equal(q, self.q_cmd):
-            self.q_cmd[:] = q
-            self._cut = True
+        recomputed from it next cycle, its rate from what the chain let through (no wind-up while held)."""
+        if np.array_equal(q, self.q_cmd):
+            return
+        self.q_cmd[:] = q
+        np.subtract(q, self._q_prev, out=self.v_cmd)
+        self.v_cmd /= self.dt
+        np.dot(self._J_last, self.v_cmd, out=self.delta_v)
+        self.delta_v -= self._xd_ref
+        self._cut = True
 
     def hold(self) -> None:
         """No new command this cycle: the last one, at rest."""
@@ -528,6 +563,14 @@ class CartesianAdmittance:
         p_ref = x_ref.translation.copy()
         if p.has_offset:
             p_ref += R_ref @ p.offset
+        xd_ref = self._xd_ref  # the reference's velocity (a moving reference: a stream, a trajectory)
+        if self._has_ref:
+            np.subtract(p_ref, self._p_ref_prev, out=xd_ref[:3])
+            xd_ref[3:] = pin.log3(R_ref @ self._R_ref_prev.T)
+            xd_ref /= self.dt
+        else:
+            xd_ref[:] = 0.0
+        self._p_ref_prev[:], self._R_ref_prev[:], self._has_ref = p_ref, R_ref, True
         x, J = self._fk(self.q_cmd, q)
         J = controlled_point(p, x, J, self._r, self._Jp)
         pos = x.translation + self._r
@@ -543,7 +586,7 @@ class CartesianAdmittance:
         np.copyto(K, self._k_hi, where=p.max_k)
         np.copyto(K, p.K, where=~p.max_k)
         default_damping(p, K, self._d0, self._k_lo, D)
-        np.maximum(D, 2.0 * lim.admittance_damping_ratio * np.sqrt(K * self._mass), out=D)
+        damping_floor(p, 2.0 * lim.admittance_damping_ratio * np.sqrt(K * self._mass), D)
         np.maximum(D, self._d_min, out=D)
         # the controller's wrench at the offset (e = reference − virtual pose = −δ), plus the measured one,
         # in the interaction frame's axes
@@ -557,8 +600,11 @@ class CartesianAdmittance:
             np.multiply(self._d_min, dva, out=self._tmp)
             self._tmp *= p.force_axes
             self.F -= self._tmp
-        acc = self._acc
-        np.dot(R6.T, wrench, out=acc)
+        acc, w = self._acc, self._w
+        w[:] = wrench
+        if p.has_offset:  # the measured moment about the tool point
+            w[3:] -= np.cross(self._r, wrench[:3])
+        np.dot(R6.T, w, out=acc)
         acc += self.F
         acc /= self._mass
         acc *= self.dt
@@ -584,28 +630,38 @@ class CartesianAdmittance:
         dq += pull - J.T @ np.linalg.solve(J @ J.T + self._lam2, J @ pull)
         if not np.isfinite(dq).all():
             return False
-        # the joints' speed limits (the step scaled as a whole: the direction stays), their position limits,
-        # and the lead over the measured joints
-        over = float(np.max(np.abs(dq) / self._dq_max))
-        cut = over > 1.0
-        if cut:
-            dq /= over
-        qn = self._q_new
-        np.add(self.q_cmd, dq, out=qn)
+        # the joints' speed limits and the lead over the measured joints (the step scaled as a whole: its
+        # direction stays), then their position limits (and a joint already beyond the lead band: back into it)
+        scale = 1.0 / max(1.0, float(np.max(np.abs(dq) / self._dq_max)))
         q_meas = q[arm]
-        lead = float(np.max(np.abs(qn - q_meas)))
-        if lead > self._lag:
+        room = self._q_new
+        for sign in (1.0, -1.0):  # how far each joint may go toward +/- before it leads by admittance_max_lag
+            np.multiply(sign, q_meas, out=room)
+            room += self._lag
+            room -= sign * self.q_cmd
+            moving = sign * dq > 0.0
+            if moving.any():
+                allowed = float(np.min(np.maximum(room[moving], 0.0) / (sign * dq[moving])))
+                scale = min(scale, allowed)
+        cut = scale < 1.0
+        qn = self._q_new
+        np.multiply(dq, scale, out=qn)
+        qn += self.q_cmd
+        if (np.abs(qn - q_meas) > self._lag + 1e-12).any():
             np.clip(qn, q_meas - self._lag, q_meas + self._lag, out=qn)
             cut = True
         if (qn < self._q_lo).any() or (qn > self._q_hi).any():
             np.clip(qn, self._q_lo, self._q_hi, out=qn)
             cut = True
+        self._q_prev[:] = self.q_cmd
+        self._J_last[:] = J
         np.subtract(qn, self.q_cmd, out=self.v_cmd)
         self.v_cmd /= self.dt
         self.q_cmd[:] = qn
         np.dot(R6, da, out=self.delta)
-        if cut:  # the endpoint moves only as fast as the cut step lets it (δ itself: next cycle)
+        if cut:  # the offset moves only as fast as the cut step lets it (δ itself: next cycle)
             np.dot(J, self.v_cmd, out=self.delta_v)
+            self.delta_v -= xd_ref
             self._cut = True
         else:
             np.dot(R6, dva, out=self.delta_v)

@@ -154,6 +154,8 @@ class LoopCycle:
             self.impedance = CartesianImpedance(rm, cfg.tips[0], arm, ilim, dt)
         elif sup(Capability.WRENCH) and (sup(Capability.POSITION) or sup(Capability.VELOCITY)):
             self.admittance = CartesianAdmittance(rm, cfg.tips[0], arm, ilim, dt)
+            n_arm = self.admittance.n
+            self._source_q, self._source_v, self._cut, self._kept_q, self._kept_v = (np.zeros(n_arm) for _ in range(5))
         self.interaction_law = self.impedance or self.admittance
         self._no_interaction = (*self._measured_handover, self.torque)
         self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
@@ -334,10 +336,11 @@ class LoopCycle:
         self.interaction = p if p.active else None
         if p.active:
             self.interaction_law.set(p)
-        if not p.active or not p.disable_reset or old is None:
+        reset = not p.active or not p.disable_reset or old is None
+        if reset:
             self._hold_here(now)
-            if p.active and self.interaction_engaged and self.admittance is not None:
-                self.admittance.start(self.hw.position[self.admittance.arm])  # the offset goes with the reference
+        if p.active and self.interaction_engaged and self.admittance is not None:
+            self.admittance.reference_moved(reset)  # the offset is recomputed against the (new) reference
 
     def _hold_here(self, now: float) -> None:
         """The arm's reference becomes its measured position (a jerk-limited stop from its measured velocity)."""
@@ -394,7 +397,27 @@ class LoopCycle:
         if not ad.compute(hw.position, hw.wrench, sp.q):
             self.interaction_failures += 1  # (a bad wrench, a singular step): the last command holds
             ad.hold()
+        self._source_q[:] = sp.q[ad.arm]  # the source's own reference, for a rebase by the safety chain's cut
+        self._source_v[:] = sp.v[ad.arm]
         sp.track(ad.arm, ad.q_cmd, ad.v_cmd, 0.0)
+
+    def _rebase_admitted(self, source) -> None:
+        """The safety chain held back the admittance's command: the admittance continues from what got through,
+        and the source's own reference moves by the chain's cut only (not by the admittance's offset, which
+        would feed the offset back into the reference), so a velocity stream or trajectory does not wind up."""
+        sp, ad = self.sp, self.admittance
+        i = ad.arm
+        cut = self._cut
+        np.subtract(sp.q[i], sp.source_q[i], out=cut)
+        ad.rebase(sp.q[i])
+        if not cut.any():
+            return
+        kept_q, kept_v = self._kept_q, self._kept_v
+        kept_q[:], kept_v[:] = sp.q[i], sp.v[i]
+        np.add(self._source_q, cut, out=sp.q[i])
+        sp.v[i] = self._source_v
+        source.rebase(sp)
+        sp.q[i], sp.v[i] = kept_q, kept_v
 
     # ---- safety -------------------------------------------------------------------------
     @property
@@ -576,7 +599,7 @@ class LoopCycle:
                 self._hold_measured()
             elif np.count_nonzero(np.not_equal(sp.source_q, sp.q, out=self._changed)):  # the chain held the reference back
                 if self.interaction_engaged and self.admittance is not None:
-                    self.admittance.rebase(sp.q[self.admittance.arm])  # it cut the admittance's step, not the source's
+                    self._rebase_admitted(arb.active)
                 else:
                     arb.active.rebase(sp)
                 if sp.any_windowed:
