@@ -74,6 +74,9 @@ def test_limits_names_and_named_poses(arm):
         assert hi == pytest.approx([6.2832, 6.2832, 3.1416, 6.2832, 6.2832, 6.2832])
         top = [2.0944] * 2 + [3.1416] * 4 if name == "ur10e" else [3.1416] * 6
         assert cfg.limits.velocity[:6] == pytest.approx(top)
+        assert lo == pytest.approx([-6.2832, -6.2832, -3.1416, -6.2832, -6.2832, -6.2832])
+        effort = [330, 330, 150, 56, 56, 56] if name == "ur10e" else [150, 150, 150, 28, 28, 28]
+        assert cfg.limits.effort[:6] == pytest.approx(effort)
     for pose in ("neutral", "shipping"):
         q = cfg.full_pose(pose)
         assert (q[:cfg.n_arm] >= lo).all() and (q[:cfg.n_arm] <= hi).all()
@@ -113,6 +116,14 @@ def test_a_config_inherits_and_overrides(tmp_path):
     assert list(cfg.control["kp"]) == [1, 2, 3, 4, 5, 6]  # a list replaces
     assert cfg.control["kd"] == arm_config("ur5e").control["kd"]  # a dict merges
     assert cfg.raw["ros_control"]["rate"] == 125
+    # the arm's own sections replace the parent's whole: no Sawyer joints, obstacle scenes or DH rows leak in
+    ur5e = arm_config("ur5e")
+    assert sorted(ur5e.raw["joint_limits"]) == ur5e.joint_names and ur5e.sim["scenes"] == {}
+    (tmp_path / "extra.yaml").write_text(f"inherit: {os.path.abspath(os.path.join(CONFIG_DIR, 'ur5e.yaml'))}\n"
+                                         "joint_limits: {right_j9: {lower: -1, upper: 1, velocity: 1, effort: 1, "
+                                         "accel: 1}}\n")
+    with pytest.raises(ValueError, match="joint_limits has no entry"):
+        load_config(str(tmp_path / "extra.yaml"))
     (tmp_path / "loop.yaml").write_text("inherit: loop.yaml\n")
     with pytest.raises(ValueError, match="loop"):
         load_config(str(tmp_path / "loop.yaml"))

@@ -80,11 +80,19 @@ def _pkg_path(p: str) -> str:
 REALTIME_DEFAULTS = {"spin_margin_us": 150.0, "idle_latency_us": -1}
 
 
-def _merged(base: dict, over: dict) -> dict:
-    """``over`` on top of ``base``: nested sections merge key by key, any other value (lists too) replaces."""
+# sections an inheriting config replaces whole (they describe the arm, not settings of the loop): another arm's
+# joints, DH table or obstacle scenes must not leak in
+WHOLE_SECTIONS = {("joint_limits",), ("dh",), ("sim", "scenes"), ("sim", "obstacles"), ("sim", "position_servo")}
+
+
+def _merged(base: dict, over: dict, path: tuple = ()) -> dict:
+    """``over`` on top of ``base``: nested sections merge key by key (but ``WHOLE_SECTIONS`` and an empty
+    mapping replace), any other value (lists too) replaces."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merged(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+        here = (*path, k)
+        merge = isinstance(v, dict) and v and isinstance(base.get(k), dict) and here not in WHOLE_SECTIONS
+        out[k] = _merged(base[k], v, here) if merge else v
     return out
 
 
@@ -130,6 +138,14 @@ def load_config(path: str | None = None) -> RobotConfig:
             raise ValueError(f"{path}: control.{key} needs {len(all_joints)} values")
     if len(raw.get("armature", all_joints)) != len(all_joints):
         raise ValueError(f"{path}: armature needs {len(all_joints)} values")
+    extra = sorted(set(lim) - set(all_joints))
+    if extra:
+        raise ValueError(f"{path}: joint_limits names {extra}, which are not joints of this arm")
+    sim = raw.get("sim", {})
+    for key, values in (("damping", sim.get("damping")), ("frictionloss", sim.get("frictionloss")),
+                        *((f"position_servo.{g}", (sim.get("position_servo") or {}).get(g)) for g in ("kp", "kd"))):
+        if values is not None and len(values) != len(all_joints):
+            raise ValueError(f"{path}: sim.{key} needs {len(all_joints)} values")
     return RobotConfig(
         path=path,
         raw=raw,

@@ -52,8 +52,8 @@ class FakeRosControl:
         self.lock = threading.Lock()
         self._given = self.state.position.copy()  # the controller's latest command
         self._given_v = np.zeros(n)  # position controller: the velocity between its last two commands ...
-        self._t_given = 0.0  # ... and when the last came (monotonic s)
-        self._v_window = 0.0  # the feed-forward stops this long after the last command
+        self._t_given = 0.0  # ... and when the last came (monotonic s); the feed-forward ends a period after it
+        self._vmax = cfg.limits.velocity.copy()
         self.paused = False
         self.dropped = ""
         self.refused = 0
@@ -80,12 +80,14 @@ class FakeRosControl:
             return
         with self.lock:
             if self.interface == "position":
+                # the stream's velocity, over at least half its nominal period (a late message followed by an
+                # early one is not a speed-up), within the joints' limits; none after a pause
                 now = time.monotonic()
                 gap = now - self._t_given
-                if 0.0 < gap < 0.5:
+                if gap < 3.0 / self.rate:
                     np.subtract(d, self._given, out=self._given_v)
-                    self._given_v /= max(gap, self.plant.period)
-                    self._v_window = 2.0 * gap
+                    self._given_v /= max(gap, 0.5 / self.rate)
+                    np.clip(self._given_v, -self._vmax, self._vmax, out=self._given_v)
                 else:
                     self._given_v[:] = 0.0
                 self._t_given = now
@@ -106,6 +108,8 @@ class FakeRosControl:
         with self.lock:
             self.plant.set_state(q)
             self.cmd.position[:] = q
+            self._given_v[:] = 0.0
+            self._t_given = 0.0
             if self.interface == "position":
                 self._given[:] = q
 
@@ -116,7 +120,7 @@ class FakeRosControl:
             cmd, st = self.cmd, self.state
             if self.interface == "position":
                 cmd.position[:] = given
-                if time.monotonic() - self._t_given < self._v_window:
+                if time.monotonic() - self._t_given < 1.5 / self.rate:  # (a stream that stops: no coasting)
                     cmd.velocity[:] = self._given_v
                 else:
                     cmd.velocity[:] = 0.0
