@@ -127,3 +127,15 @@ def test_a_config_inherits_and_overrides(tmp_path):
     (tmp_path / "loop.yaml").write_text("inherit: loop.yaml\n")
     with pytest.raises(ValueError, match="loop"):
         load_config(str(tmp_path / "loop.yaml"))
+
+
+def test_no_link_pair_is_blind_because_its_shapes_always_touch(arm):
+    """A spherical wrist or shoulder puts several joints at one point: the DH shells stop short of the spheres
+    there, so no pair of non-adjacent links touches in every pose and the SRDF disables none as 'Default':
+    the cobot's upper arm is checked against its base column, its forearm against its upper arm."""
+    name, cfg, rm = arm
+    with open(cfg.srdf_path) as f:
+        assert 'reason="Default"' not in f.read()
+    if name == "cobot7":
+        checked = {tuple(sorted(p)) for p in rm.pair_names()}
+        assert {("right_l0", "right_l2"), ("right_l2", "right_l4"), ("right_l4", "right_l6")} <= checked
