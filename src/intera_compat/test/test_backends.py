@@ -28,6 +28,7 @@ def test_capabilities_follow_the_config_and_the_interface():
     assert declared_capabilities("sim", CFG) == {C.TORQUE, C.EFFORT, C.SIM_TIME}
     assert declared_capabilities("ros_control", CFG) == {C.POSITION}
     assert declared_capabilities("ros_control", CFG, {"interface": "effort"}) == {C.TORQUE}
+    assert declared_capabilities("ros_control", CFG, {"interface": "trajectory"}) == {C.TRAJECTORY_ONLY}
     raw = dict(CFG.raw, ros_control={"interface": "velocity", "speed_scaling": "/speed_scaling_factor",
                                      "measured_effort": True})
     cfg = types.SimpleNamespace(raw=raw, path="x.yaml", all_joints=CFG.all_joints)

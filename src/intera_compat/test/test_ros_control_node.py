@@ -1,16 +1,21 @@
 """ros_control.launch against the MuJoCo arm that offers gazebo_ros_control's interface (fake:=true): the
 commands it cannot carry are refused once with the reason, a lost link stops the robot, and nothing moves on
-reconnect until reset + enable."""
+reconnect until reset + enable; a trajectory-only arm (interface:=trajectory) gets whole trajectories on its
+FollowJointTrajectory controller, and that controller vanishing stops the robot with an error."""
 import time
 
+import actionlib
 import numpy as np
 import pytest
 import rospy
+from actionlib_msgs.msg import GoalStatus
+from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryActionGoal, FollowJointTrajectoryGoal
 from intera_core_msgs.msg import JointCommand, RobotAssemblyState
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64MultiArray
 from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
 
@@ -82,4 +87,65 @@ def test_a_lost_link_stops_the_robot_and_nothing_moves_until_reset_and_enable(rc
     assert np.abs(arm_positions(rc) - q_back).max() < 2e-3  # no jump on enable
     assert wait_for(lambda: np.abs(arm_positions(rc) - target).max() < TOL, 20,
                     every=lambda: send_positions(cmd, target))
+    state.close()
+
+
+@pytest.fixture
+def jtc(launch):
+    """ros_control.launch on a trajectory-only arm: the fake offers a FollowJointTrajectory controller only."""
+    launch("roslaunch", "intera_compat", "ros_control.launch", "fake:=true", "rate:=50", "no_rt:=true",
+           "interface:=trajectory", log_name="jtc.log")
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(60)
+    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    yield client, js
+    js.close()
+
+
+def jtas_goal(q0, q1, duration=2.0):
+    g = FollowJointTrajectoryGoal()
+    g.trajectory.joint_names = ARM
+    for t, q in ((0.0, q0), (duration, q1)):
+        g.trajectory.points.append(JointTrajectoryPoint(positions=list(q), velocities=[0.0] * 7,
+                                                        time_from_start=rospy.Duration.from_sec(t)))
+    return g
+
+
+def test_a_trajectory_only_arm_runs_whole_trajectories_and_refuses_streaming(jtc):
+    client, js = jtc
+    arm_goals = Latest("/pos_joint_traj_controller/follow_joint_trajectory/goal", FollowJointTrajectoryActionGoal)
+    q0 = arm_positions(js)
+    target = q0 + np.array([0.3, -0.2, 0.1, 0.3, 0.0, 0.2, 0.4])
+    client.send_goal(jtas_goal(q0, target))
+    assert client.wait_for_result(rospy.Duration(30))
+    assert client.get_state() == GoalStatus.SUCCEEDED and client.get_result().error_code == 0
+    assert np.abs(arm_positions(js) - target).max() < TOL
+    sent = arm_goals.wait(1)  # it went to the arm's controller whole, joints by the arm's names
+    assert sent.goal.trajectory.joint_names == ARM and len(sent.goal.trajectory.points) >= 2
+    assert "/joint_group_position_controller/command" not in {t for t, _ in rospy.get_published_topics()}
+    cmd = publisher("/robot/limb/right/joint_command", JointCommand)  # streaming: refused, the arm holds
+    for _ in range(50):
+        send_positions(cmd, q0)
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert np.abs(arm_positions(js) - target).max() < 2e-3
+    arm_goals.close()
+
+
+def test_a_trajectory_controller_that_vanishes_mid_motion_stops_the_robot_with_an_error(jtc):
+    client, js = jtc
+    state = Latest("/robot/state", RobotAssemblyState)
+    rospy.wait_for_service("/fake_ros_control/drop_trajectory_action", 10)
+    drop = rospy.ServiceProxy("/fake_ros_control/drop_trajectory_action", SetBool)
+    q0 = arm_positions(js)
+    client.send_goal(jtas_goal(q0, q0 + np.array([0.0, 0.0, 0.0, 0.6, 0.0, 0.0, 0.0]), 3.0))
+    assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.05, 10)
+    drop(True)
+    assert wait_for(lambda: state.msg is not None and state.msg.stopped and state.msg.error, 5)
+    assert client.wait_for_result(rospy.Duration(10))
+    assert client.get_state() == GoalStatus.ABORTED and client.get_result().error_code != 0
+    q_stop = arm_positions(js)
+    time.sleep(1.0)
+    assert np.abs(arm_positions(js) - q_stop).max() < 2e-3  # it stopped (the fake's controller holds)
     state.close()

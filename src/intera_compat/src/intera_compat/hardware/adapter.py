@@ -3,8 +3,9 @@
 * ``torque``   → inverse dynamics + PID, joint torques (every JointCommand mode);
 * ``position`` → the setpoint's positions (TORQUE_MODE refused: the arm cannot take torques);
 * ``velocity`` → velocity with position feedback (TORQUE_MODE refused).
-Trajectory-only backends (waypoint controllers) have no streaming path: they are refused here
-and driven through whole trajectories instead.
+Trajectory-only backends (waypoint controllers, a FollowJointTrajectory controller) have no streaming path:
+JointCommands are refused for them, and the loop hands them whole trajectories (``LoopCycle._forward``); the
+position path only keeps the loop's reference.
 """
 from __future__ import annotations
 
@@ -55,4 +56,6 @@ def make_adapter(backend: Backend, cfg: RobotConfig, rm: RobotModel, dt: float) 
         return BackendAdapter(backend, DirectLaw(n), CommandMode.POSITION)
     if backend.has(Capability.VELOCITY):
         return BackendAdapter(backend, DirectLaw(n, float(cfg.control.get("velocity_kp", 10.0))), CommandMode.VELOCITY)
-    raise ValueError(f"backend {type(backend).__name__} has no streaming interface (torque, position or velocity)")
+    if backend.has(Capability.TRAJECTORY_ONLY):  # nothing is streamed: the positions are the loop's reference only
+        return BackendAdapter(backend, DirectLaw(n), CommandMode.POSITION)
+    raise ValueError(f"backend {type(backend).__name__} has no interface (torque, position, velocity or trajectory)")

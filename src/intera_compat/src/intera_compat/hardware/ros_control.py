@@ -8,6 +8,12 @@ node (``ros/ros_control_bridge.py``); the two halves share two seqlock records a
 * ``hw_out`` (loop → bridge): this cycle's command and whether the arm is to be streamed to; each command
   pokes the ``command`` pipe, and the bridge publishes it as the controller's ``std_msgs/Float64MultiArray``.
 
+* ``traj`` (loop → bridge, ``interface: trajectory``): a whole trajectory (``submit``) or a cancel; the bridge
+  sends it to the arm's ``FollowJointTrajectory`` controller and reports its state back in ``hw_in``
+  (``traj_state``: active, done, failed — a failure is a controller error: the robot stops). Such an arm is
+  trajectory-only: JointCommands are refused, holds are the controller's own, and the loop still plays the
+  same trajectory on the same (speed-scaled) time base for its monitors.
+
 The arm is the clock: the loop runs one cycle per joint-state sample (``wait``), at the period the config
 states. No sample for ``link_timeout_periods`` periods is a lost link (fault). While the robot is disabled or
 stopped the loop sends nothing (``brake``): a position controller holds its last command, a velocity
@@ -24,17 +30,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..loop.shm import Layout, SeqlockRecord
-from ..safety.faults import FAULT_LINK_LOST
+from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
 from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
 
-INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "effort": Capability.TORQUE}
+INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "effort": Capability.TORQUE,
+              "trajectory": Capability.TRAJECTORY_ONLY}
+# traj_state (hw_in): what the arm's trajectory controller did with submission ``traj_seq``
+TRAJ_NONE, TRAJ_ACTIVE, TRAJ_DONE, TRAJ_FAILED = 0, 1, 2, 3
 
 
 @dataclass
 class RosControlSettings:
     """``ros_control`` in the robot config (every topic name a user of another arm may need to change)."""
 
-    interface: str = "position"  # position | velocity | effort: the JointGroup*Controller to stream to
+    interface: str = "position"  # position | velocity | effort: the JointGroup*Controller to stream to;
+    # trajectory: no streaming, whole trajectories go to the FollowJointTrajectory controller below
+    trajectory_action: str = "/pos_joint_traj_controller/follow_joint_trajectory"
+    max_knots: int = 10000  # the most knots one forwarded trajectory carries (control.max_trajectory_knots)
     rate: float = 200.0  # Hz the arm publishes joint states at: the loop's rate
     link_timeout_periods: float = 3.0  # no joint states for this many periods: the link is lost
     joint_states: str = "/joint_states"
@@ -59,6 +71,7 @@ class RosControlSettings:
         unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
         if unknown:
             raise ValueError(f"{cfg.path}: ros_control has unknown keys {unknown}")
+        raw.setdefault("max_knots", int((cfg.raw.get("control") or {}).get("max_trajectory_knots", 10000)) + 1)
         s = cls(command_topics=topics, **raw)
         if s.interface not in INTERFACES:
             raise ValueError(f"{cfg.path}: ros_control.interface {s.interface!r}: use one of {', '.join(INTERFACES)}")
@@ -73,8 +86,8 @@ class RosControlSettings:
         return s
 
     @property
-    def command_topic(self) -> str:
-        return self.command_topics[self.interface]
+    def command_topic(self) -> str | None:
+        return self.command_topics.get(self.interface)  # (None: a trajectory-only arm streams nothing)
 
     def capabilities(self) -> frozenset:
         caps = {INTERFACES[self.interface]}
@@ -88,12 +101,19 @@ class RosControlSettings:
 def in_layout(n: int) -> Layout:
     """bridge → loop: ``sample`` counts joint-state messages; ``fault`` a code the bridge saw (0: none)."""
     return Layout((("sample", 1), ("position", n), ("velocity", n), ("effort", n), ("speed_scaling", 1),
-                   ("fault", 1), ("fault_joint", 1)))
+                   ("fault", 1), ("fault_joint", 1), ("traj_seq", 1), ("traj_state", 1), ("traj_time", 1)))
 
 
 def out_layout(n: int) -> Layout:
     """loop → bridge: the command and whether to send it."""
     return Layout((("command", 1), ("send", 1), ("position", n), ("velocity", n), ("effort", n)))
+
+
+def traj_layout(m: int, knots: int) -> Layout:
+    """loop → bridge: submission ``seq`` (``count`` knots of the ``m`` arm joints), and ``cancel`` (the seq to
+    stop)."""
+    return Layout((("seq", 1), ("cancel", 1), ("count", 1), ("t", knots), ("q", knots * m), ("v", knots * m),
+                   ("a", knots * m)))
 
 
 class RosControlBackend(Backend):
@@ -107,6 +127,10 @@ class RosControlBackend(Backend):
         n = len(self.joint_names)
         self.hw_in = SeqlockRecord(in_layout(n), link["in"])
         self.hw_out = SeqlockRecord(out_layout(n), link["out"])
+        self.forwarding = s.interface == "trajectory"
+        self.m = rm.cfg.n_arm
+        self.traj = SeqlockRecord(traj_layout(self.m, s.max_knots), link["traj"]) if self.forwarding else None
+        self._seq = 0.0
         self.wake_fd, self.command_fd = int(link["wake_fd"]), int(link["command_fd"])
         os.set_blocking(self.wake_fd, False)
         os.set_blocking(self.command_fd, False)
@@ -168,13 +192,15 @@ class RosControlBackend(Backend):
         state.speed_scaling = o.speed_scaling[0]
         if o.fault[0]:
             state.fault, state.fault_joint = int(o.fault[0]), int(o.fault_joint[0])
+        elif self._seq and o.traj_seq[0] == self._seq and o.traj_state[0] == TRAJ_FAILED:
+            state.fault, state.fault_joint = FAULT_CONTROLLER_ERROR, -1  # the arm's trajectory controller failed
         elif now - self._last_seen > self.link_timeout:
             state.fault, state.fault_joint = FAULT_LINK_LOST, -1
         else:
             state.fault = 0
 
     def write(self, command: HardwareCommand) -> None:
-        if not (self.sending or self._zero_once):
+        if self.forwarding or not (self.sending or self._zero_once):
             return
         o = self.hw_out.local
         self._commands += 1
@@ -188,22 +214,63 @@ class RosControlBackend(Backend):
             o.velocity[:] = command.velocity
         o.effort[:] = command.effort
         self.hw_out.publish_local()
-        try:
-            os.write(self.command_fd, self._poke)
-        except (BlockingIOError, BrokenPipeError):
-            pass
+        self._poke_bridge()
 
     def enable(self) -> None:
         self.sending = True
 
     def brake(self) -> None:
-        """Send nothing more (an effort arm's brakes are the loop's torques: it keeps streaming)."""
+        """Send nothing more (an effort arm's brakes are the loop's torques: it keeps streaming); a trajectory
+        the arm is running is stopped."""
         if Capability.TORQUE in self.capabilities:
             return
         self.sending = False
         self._zero_once = Capability.VELOCITY in self.capabilities
+        if self.forwarding:
+            self.cancel()
+
+    # ---- trajectory-only: whole trajectories to the arm's FollowJointTrajectory controller ----------------
+    def submit(self, t, q, v, a) -> bool:
+        """Hand the arm a trajectory (times from now; arm joints in config order). False: too many knots."""
+        k = len(t)
+        if not self.forwarding or not self.sending or k > self.settings.max_knots:
+            return False
+        o = self.traj.local
+        m = self.m
+        self._seq += 1.0
+        o.seq[0], o.count[0] = self._seq, k
+        o.t[:k] = t
+        o.q[:k * m] = np.ravel(q)
+        o.v[:k * m] = np.ravel(v)
+        o.a[:k * m] = np.ravel(a)
+        self.traj.publish_local()
+        self._poke_bridge()
+        return True
+
+    def cancel(self) -> None:
+        """Stop the submitted trajectory (the arm's controller stops it and holds)."""
+        if not self.forwarding or not self._seq or self.traj.local.cancel[0] == self._seq:
+            return
+        self.traj.local.cancel[0] = self._seq
+        self.traj.publish_local()
+        self._poke_bridge()
+
+    def progress(self) -> tuple[int, float]:
+        """(TRAJ_* state of the last submission as the bridge last saw it, seconds along it by the arm's
+        controller's feedback)."""
+        o = self.hw_in.local
+        if not self._seq or o.traj_seq[0] != self._seq:
+            return TRAJ_NONE, 0.0
+        return int(o.traj_state[0]), float(o.traj_time[0])
+
+    def _poke_bridge(self) -> None:
+        try:
+            os.write(self.command_fd, self._poke)
+        except (BlockingIOError, BrokenPipeError):
+            pass
 
     def close(self) -> None:
         self.brake()
-        for rec in (self.hw_in, self.hw_out):
-            rec.close()
+        for rec in (self.hw_in, self.hw_out, self.traj):
+            if rec is not None:
+                rec.close()

@@ -36,8 +36,8 @@ from ..sources.hold import HoldSource, SafetyHold
 from ..sources.position import PositionSource
 from ..sources.stream import StreamSource
 from ..sources.torque import TorqueSource
-from ..sources.trajectory import (R_COLLISION, R_FAULT, R_SAFETY_STOP, R_ZERO_G, TRAJ_RUNNING, TRAJ_STOPPING,
-                                  TrajectorySource)
+from ..sources.trajectory import (R_COLLISION, R_FAULT, R_SAFETY_STOP, R_ZERO_G, SUCCEEDED, TRAJ_DONE, TRAJ_RUNNING,
+                                  TRAJ_STOPPING, TrajectorySource)
 from ..sources.velocity import VelocitySource
 from ..sources.zero_g import ZeroGSource
 from .arbiter import Arbiter
@@ -162,6 +162,10 @@ class LoopCycle:
         # an arm without joint torques brakes itself (Backend.brake): under the brakes the loop's setpoint follows
         # where it is, so whatever moved it meanwhile, nothing jumps when it is enabled again
         self._own_brakes = not sup(Capability.TORQUE)
+        # a trajectory-only arm is handed each whole trajectory the trajectory source starts (``_forward``)
+        self._forwarding = sup(Capability.TRAJECTORY_ONLY)
+        self._forwarded = 0.0  # the id of the trajectory the arm runs (0: none)
+        self._forward_stopping = False
         self._backend_active = None  # the first cycle tells the backend the robot's state
         self.interaction_engaged = False
         self.interaction_failures = 0  # cycles whose interaction torque was not finite (the arm held instead)
@@ -536,6 +540,25 @@ class LoopCycle:
         else:
             self.backend.disable()
 
+    def _forward(self) -> None:
+        """A trajectory-only arm: a trajectory the source starts goes to the arm whole (the source keeps playing
+        it on the same time base: the reference the monitors compare the arm with); its stop (a cancel) and
+        its end by anything else (preemption, a fault, a disable) stop the arm's."""
+        t = self.trajectory
+        running = self.robot_active and self.arbiter.active is t and t.state in (TRAJ_RUNNING, TRAJ_STOPPING)
+        if running and t.traj_id != self._forwarded:
+            tr, k = t.traj, t.traj.k
+            self._forwarded, self._forward_stopping = t.traj_id, False
+            if not self.backend.submit(tr.t[:k], tr.q[:k], tr.v[:k], tr.a[:k]):
+                t.deactivate(R_FAULT)
+        elif running and t.state == TRAJ_STOPPING and not self._forward_stopping:
+            self._forward_stopping = True
+            self.backend.cancel()
+        elif not running and self._forwarded:
+            if not (t.state == TRAJ_DONE and t.last_status == SUCCEEDED):
+                self.backend.cancel()
+            self._forwarded = 0.0
+
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: stay where the arm is, nothing moving."""
         sp, hw = self.sp, self.hw
@@ -617,6 +640,8 @@ class LoopCycle:
             self._fault(code, joint)
         if self.robot_active != self._backend_active:
             self._robot_edge()
+        if self._forwarding:
+            self._forward()
         self.adapter.write()
         self._results()
         self._publish(now)

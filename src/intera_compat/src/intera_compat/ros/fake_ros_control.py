@@ -11,7 +11,11 @@ test fixture of the ros_control backend, and a way to try ``ros_control.launch``
   interpolates its stream; a bare PD would brake every move with its D term), the velocity controller a PD on the integrated velocity, the effort controller passes
   torques through.
 
+* ``interface: trajectory``: instead, a joint trajectory controller's ``FollowJointTrajectory`` action (cubic
+  Hermite through the points' positions and velocities, from receipt; a cancel holds where the arm is).
+
 Fault injection for tests: ``~pause_joint_states`` (std_srvs/SetBool: the link goes silent while true),
+``~drop_trajectory_action`` (std_srvs/SetBool: the trajectory action vanishes from the graph, its goal stops),
 ``~drop_joint`` (std_msgs/String: leave that joint out of joint states; "" restores it) and
 ``~teleport`` (sensor_msgs/JointState: put the arm there, as a person moving a braked-off arm would).
 """
@@ -59,8 +63,13 @@ class FakeRosControl:
         self.refused = 0
         self.js = JointState(name=list(self.names))
         self.pub = rospy.Publisher(s.joint_states, JointState, queue_size=1, tcp_nodelay=True)
-        topic = s.command_topics[self.interface]
-        rospy.Subscriber(topic, Float64MultiArray, self._on_command, queue_size=1, tcp_nodelay=True)
+        self.jtc = None
+        if self.interface == "trajectory":
+            self.jtc = FakeTrajectoryController(self, s.trajectory_action, cfg.n_arm)
+            topic = s.trajectory_action
+        else:
+            topic = s.command_topics[self.interface]
+            rospy.Subscriber(topic, Float64MultiArray, self._on_command, queue_size=1, tcp_nodelay=True)
         rospy.Service("~pause_joint_states", SetBool, self._on_pause)
         rospy.Subscriber("~drop_joint", String, self._on_drop, queue_size=1)
         rospy.Subscriber("~teleport", JointState, self._on_teleport, queue_size=1)
@@ -118,7 +127,10 @@ class FakeRosControl:
         with self.lock:
             given = self._given
             cmd, st = self.cmd, self.state
-            if self.interface == "position":
+            if self.jtc is not None:
+                self.jtc.sample(time.monotonic(), cmd)
+                self.plant.write(cmd)
+            elif self.interface == "position":
                 cmd.position[:] = given
                 if time.monotonic() - self._t_given < 1.5 / self.rate:  # (a stream that stops: no coasting)
                     cmd.velocity[:] = self._given_v
@@ -161,6 +173,102 @@ class FakeRosControl:
                 time.sleep(delay)
             elif delay < -0.1:  # fell far behind (a stall): do not replay it at full speed
                 t_next = time.monotonic()
+
+
+class FakeTrajectoryController:
+    """A joint_trajectory_controller's FollowJointTrajectory action on the fake arm's first ``m`` joints."""
+
+    def __init__(self, fake: FakeRosControl, action: str, m: int):
+        import actionlib
+        from control_msgs.msg import FollowJointTrajectoryAction
+
+        self.fake, self.m = fake, m
+        self.names = fake.names[:m]
+        self.hold = fake.state.position[:m].copy()
+        self.t = self.q = self.v = None  # the running trajectory (times from t0, positions, velocities)
+        self.t0 = 0.0
+        self.lock = threading.Lock()
+        self.server = actionlib.SimpleActionServer(action, FollowJointTrajectoryAction, self._execute,
+                                                   auto_start=False)
+        self.server.start()
+        self.dropped = False
+        rospy.Service("~drop_trajectory_action", SetBool, self._on_drop)
+
+    def sample(self, now: float, cmd: HardwareCommand) -> None:
+        """This 1 ms step's position and velocity for the servo (under the fake's lock)."""
+        m = self.m
+        with self.lock:
+            if self.t is None:
+                cmd.position[:m], cmd.velocity[:m] = self.hold, 0.0
+                return
+            t, q, v = self.t, self.q, self.v
+            s = min(max(now - self.t0, 0.0), t[-1])
+            k = min(max(int(np.searchsorted(t, s, side="right")) - 1, 0), len(t) - 2)
+            h = t[k + 1] - t[k]
+            u = (s - t[k]) / h
+            h00, h10, h01, h11 = 2 * u**3 - 3 * u**2 + 1, u**3 - 2 * u**2 + u, -2 * u**3 + 3 * u**2, u**3 - u**2
+            cmd.position[:m] = h00 * q[k] + h10 * h * v[k] + h01 * q[k + 1] + h11 * h * v[k + 1]
+            d00, d10, d01, d11 = 6 * u**2 - 6 * u, 3 * u**2 - 4 * u + 1, -6 * u**2 + 6 * u, 3 * u**2 - 2 * u
+            cmd.velocity[:m] = (d00 * q[k] + d01 * q[k + 1]) / h + d10 * v[k] + d11 * v[k + 1]
+
+    def _stop(self) -> None:
+        with self.lock:
+            self.t = None
+            self.hold[:] = self.fake.state.position[:self.m]
+
+    def _execute(self, goal) -> None:
+        from control_msgs.msg import FollowJointTrajectoryFeedback, FollowJointTrajectoryResult
+
+        jt = goal.trajectory
+        res = FollowJointTrajectoryResult()
+        if sorted(jt.joint_names) != sorted(self.names) or len(jt.points) < 1:
+            res.error_code = FollowJointTrajectoryResult.INVALID_JOINTS
+            res.error_string = f"the controller's joints are {self.names}"
+            self.server.set_aborted(res)
+            return
+        order = [jt.joint_names.index(j) for j in self.names]
+        t = np.array([p.time_from_start.to_sec() for p in jt.points])
+        q = np.array([[p.positions[i] for i in order] for p in jt.points])
+        v = np.array([[p.velocities[i] for i in order] if p.velocities else [0.0] * self.m for p in jt.points])
+        if t[0] > 0.0:  # from where the arm is
+            t, q, v = np.r_[0.0, t], np.vstack([self.fake.state.position[:self.m], q]), np.vstack([np.zeros(self.m), v])
+        if len(t) < 2 or np.any(np.diff(t) <= 0.0) or not (np.isfinite(q).all() and np.isfinite(v).all()):
+            res.error_code = FollowJointTrajectoryResult.INVALID_GOAL
+            res.error_string = "times must increase and values be finite"
+            self.server.set_aborted(res)
+            return
+        with self.lock:
+            self.t, self.q, self.v, self.t0 = t, q, v, time.monotonic()
+        fb = FollowJointTrajectoryFeedback(joint_names=self.names)
+        r = rospy.Rate(50)
+        while not rospy.is_shutdown():
+            if self.dropped:
+                self._stop()
+                return  # (its server is gone: nobody hears a result)
+            if self.server.is_preempt_requested():
+                self._stop()
+                self.server.set_preempted(res)
+                return
+            s = time.monotonic() - self.t0
+            if s >= t[-1]:
+                break
+            fb.actual.time_from_start = rospy.Duration.from_sec(s)
+            self.server.publish_feedback(fb)
+            r.sleep()
+        with self.lock:
+            self.t = None
+            self.hold[:] = q[-1]
+        self.server.set_succeeded(res)
+
+    def _on_drop(self, req):
+        """The action server leaves the graph (as a crashed controller manager's would)."""
+        if req.data and not self.dropped:
+            self.dropped = True
+            srv = self.server.action_server
+            for x in (srv.status_pub, srv.result_pub, srv.feedback_pub, srv.goal_sub, srv.cancel_sub):
+                x.unregister()
+            srv.status_timer.shutdown()
+        return SetBoolResponse(True, "trajectory action " + ("dropped" if self.dropped else "up"))
 
 
 def main() -> None:

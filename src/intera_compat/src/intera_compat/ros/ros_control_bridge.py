@@ -1,7 +1,10 @@
 """The ROS half of the ros_control backend (``hardware/ros_control.py`` is the loop's half), in the realtime_loop
 node: ``/joint_states`` in (reordered to the config's joints, written to the loop's record, one poke per sample),
 the loop's commands out as ``std_msgs/Float64MultiArray`` to the configured JointGroup*Controller, and the
-optional speed-scaling topic (the UR driver's ``/speed_scaling_factor``).
+optional speed-scaling topic (the UR driver's ``/speed_scaling_factor``). On a trajectory-only arm (``interface:
+trajectory``) nothing is streamed: each trajectory the loop submits goes whole to the arm's FollowJointTrajectory
+action, cancels cancel it, and its state comes back to the loop (``traj_state``); no server, a goal the arm
+rejects or aborts, or a server gone silent (no status for ``STATUS_TIMEOUT``) is a failure: the loop faults.
 
 Callbacks only copy: the joint-name → index map is built once per distinct name list.
 """
@@ -15,9 +18,13 @@ import rospy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 
-from ..hardware.ros_control import RosControlSettings, in_layout, out_layout
+from ..hardware.ros_control import (TRAJ_ACTIVE, TRAJ_DONE, TRAJ_FAILED, TRAJ_NONE, RosControlSettings, in_layout,
+                                     out_layout, traj_layout)
 from ..loop.shm import SeqlockRecord
 from ..safety.faults import FAULT_CONTROLLER_ERROR
+
+STATUS_TIMEOUT = 1.0  # s without a status message from the arm's trajectory action while a goal runs: it is gone
+SERVER_WAIT = 0.5  # s a submission waits for the action server before it fails
 
 
 class RosControlBridge:
@@ -41,7 +48,9 @@ class RosControlBridge:
         self._field = s.interface  # the out record's array that goes to the controller
         self.msg = Float64MultiArray()
         self.msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
-        self.pub = rospy.Publisher(s.command_topic, Float64MultiArray, queue_size=1, tcp_nodelay=True)
+        self.pub = None if s.command_topic is None else \
+            rospy.Publisher(s.command_topic, Float64MultiArray, queue_size=1, tcp_nodelay=True)
+        self.forwarder = TrajectoryForwarder(self, cfg.n_arm) if s.interface == "trajectory" else None
         rospy.Subscriber(s.joint_states, JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
         if s.speed_scaling:
             rospy.Subscriber(s.speed_scaling, Float64, self._on_scaling, queue_size=1, tcp_nodelay=True)
@@ -50,8 +59,11 @@ class RosControlBridge:
     @property
     def link(self) -> dict:
         """What the loop process needs (pipe ends it inherits: ``pass_fds``)."""
-        return {"in": self.hw_in.name, "out": self.hw_out.name, "wake_fd": self.wake_r, "command_fd": self.command_w,
+        link = {"in": self.hw_in.name, "out": self.hw_out.name, "wake_fd": self.wake_r, "command_fd": self.command_w,
                 "interface": self.interface, "rate": self.rate}
+        if self.forwarder is not None:
+            link["traj"] = self.forwarder.rec.name
+        return link
 
     @property
     def child_fds(self) -> tuple:
@@ -110,7 +122,7 @@ class RosControlBridge:
     # ---- loop → arm -------------------------------------------------------------------------------
     def _send_loop(self) -> None:
         out = self.hw_out
-        arr = getattr(out.local, self._field)
+        arr = None if self.forwarder is not None else getattr(out.local, self._field)
         last = 0.0
         while not rospy.is_shutdown():
             try:
@@ -118,6 +130,9 @@ class RosControlBridge:
                     return  # the loop's end closed
             except OSError:
                 return
+            if self.forwarder is not None:
+                self.forwarder.poll()
+                continue
             if not out.read() or out.local.command[0] == last:
                 continue
             last = out.local.command[0]
@@ -131,8 +146,109 @@ class RosControlBridge:
                 os.close(fd)
             except OSError:
                 pass
-        for rec in (self.hw_in, self.hw_out):
+        recs = (self.hw_in, self.hw_out) + ((self.forwarder.rec,) if self.forwarder is not None else ())
+        for rec in recs:
             try:
                 rec.close()
             except (BufferError, FileNotFoundError):
                 pass
+
+
+class TrajectoryForwarder:
+    """The bridge's half of a trajectory-only arm: the loop's submissions → FollowJointTrajectory goals."""
+
+    def __init__(self, bridge: RosControlBridge, m: int):
+        import actionlib
+        from actionlib_msgs.msg import GoalStatusArray
+        from control_msgs.msg import FollowJointTrajectoryAction
+
+        s = bridge.s
+        self.bridge, self.m = bridge, m
+        self.names = list(s.joints[:m])
+        self.rec = SeqlockRecord(traj_layout(m, s.max_knots), create=True)
+        self.client = actionlib.SimpleActionClient(s.trajectory_action, FollowJointTrajectoryAction)
+        self.action = s.trajectory_action
+        self.seq = self.cancelled = 0.0
+        self.running = False
+        self.last_status = 0.0
+        self.failures = 0
+        rospy.Subscriber(s.trajectory_action + "/status", GoalStatusArray, self._on_status, queue_size=1)
+        rospy.Timer(rospy.Duration(0.1), self._watch)
+
+    def _report(self, seq: float, state: int, t: float | None = None, why: str = "") -> None:
+        b = self.bridge
+        o = b.hw_in.local
+        with b._lock:
+            o.traj_seq[0], o.traj_state[0] = seq, state
+            if t is not None:
+                o.traj_time[0] = t
+            b.hw_in.publish_local()
+        if state == TRAJ_FAILED:
+            self.failures += 1
+            rospy.logerr(f"ros_control: trajectory {seq:g} on {self.action} failed: {why}; the robot stops "
+                         f"(controller error) until reset")
+
+    def poll(self) -> None:
+        """The loop poked: a new submission or a cancel."""
+        if not self.rec.read():
+            return
+        o = self.rec.local
+        if o.seq[0] > self.seq:
+            self._send(o)
+        if o.cancel[0] == self.seq and self.cancelled != self.seq and self.running:
+            self.cancelled = self.seq
+            self.client.cancel_goal()
+
+    def _send(self, o) -> None:
+        from control_msgs.msg import FollowJointTrajectoryGoal
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        self.seq, k, m = float(o.seq[0]), int(o.count[0]), self.m
+        if not self.client.wait_for_server(rospy.Duration(SERVER_WAIT)):
+            self._report(self.seq, TRAJ_FAILED, why="no FollowJointTrajectory server (is the arm's trajectory "
+                                                    "controller running?)")
+            return
+        goal = FollowJointTrajectoryGoal()
+        goal.trajectory.joint_names = self.names
+        q, v, a = (arr[:k * m].reshape(k, m) for arr in (o.q, o.v, o.a))
+        for i in range(k):
+            goal.trajectory.points.append(JointTrajectoryPoint(
+                positions=q[i].tolist(), velocities=v[i].tolist(), accelerations=a[i].tolist(),
+                time_from_start=rospy.Duration.from_sec(float(o.t[i]))))
+        goal.trajectory.header.stamp = rospy.Time(0)  # start on receipt (the loop's time base starts now too)
+        seq = self.seq
+        self.running = True
+        self.last_status = rospy.get_time()
+        self._report(seq, TRAJ_ACTIVE, 0.0)
+        self.client.send_goal(goal, done_cb=lambda st, res: self._done(seq, st, res),
+                              feedback_cb=lambda fb: self._feedback(seq, fb))
+
+    def _feedback(self, seq: float, fb) -> None:
+        if seq == self.seq:
+            self._report(seq, TRAJ_ACTIVE, fb.actual.time_from_start.to_sec())
+
+    def _done(self, seq: float, status: int, result) -> None:
+        from actionlib_msgs.msg import GoalStatus
+
+        if seq != self.seq:
+            return  # an older goal's end (replaced)
+        self.running = False
+        if status == GoalStatus.SUCCEEDED and (result is None or result.error_code == 0):
+            self._report(seq, TRAJ_DONE)
+        elif status in (GoalStatus.PREEMPTED, GoalStatus.RECALLED) and self.cancelled == seq:
+            self._report(seq, TRAJ_NONE)  # we stopped it
+        else:
+            names = {GoalStatus.ABORTED: "aborted", GoalStatus.REJECTED: "rejected", GoalStatus.PREEMPTED: "preempted",
+                     GoalStatus.RECALLED: "recalled", GoalStatus.LOST: "lost"}
+            why = f"the goal was {names.get(status, f'ended with status {status}')}"
+            if result is not None:
+                why += f", error_code {result.error_code} {result.error_string!r}"
+            self._report(seq, TRAJ_FAILED, why=why)
+
+    def _on_status(self, msg) -> None:
+        self.last_status = rospy.get_time()
+
+    def _watch(self, _event) -> None:
+        if self.running and rospy.get_time() - self.last_status > STATUS_TIMEOUT:
+            self.running = False
+            self._report(self.seq, TRAJ_FAILED, why=f"no status from the action for {STATUS_TIMEOUT:g} s (gone?)")

@@ -94,6 +94,7 @@ class TrajectorySource(SetpointSource):
         self.rate = 0.0  # ṡ of the applied scaling, 1/s
         self._fresh = True  # the next update starts at the requested scaling
         self.results: list = []  # (traj_id, status, reason, joint) for the loop to forward
+        self.last_status = 0  # how the last trajectory ended
 
     # ---- requests -----------------------------------------------------------------------
     def prepare(self, traj_id: float, order: int, mask, t, q, v, a, sp: Setpoint, enabled: bool,
@@ -182,6 +183,7 @@ class TrajectorySource(SetpointSource):
     def _finish(self, status: int, reason: int = R_NONE) -> None:
         self.results.append((self.traj_id, status, reason, -1))
         self.state = TRAJ_DONE
+        self.last_status = status
 
     # ---- cycle --------------------------------------------------------------------------
     def _next_scaling(self, s0: float, want: float, cap: float) -> float:
