@@ -13,7 +13,7 @@ from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryA
 from intera_core_msgs.msg import JointCommand, RobotAssemblyState
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Empty, Float64MultiArray
+from std_msgs.msg import Bool, Empty, Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -148,4 +148,30 @@ def test_a_trajectory_controller_that_vanishes_mid_motion_stops_the_robot_with_a
     q_stop = arm_positions(js)
     time.sleep(1.0)
     assert np.abs(arm_positions(js) - q_stop).max() < 2e-3  # it stopped (the fake's controller holds)
+    # the fault is one event: reset and enable work (the controller is still gone: the next goal fails again)
+    reset, enable = publisher("/robot/set_super_reset", Empty), publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: not state.msg.stopped and not state.msg.error, 5, every=reset.publish)
+    assert wait_for(lambda: state.msg.enabled, 5, every=lambda: enable.publish(Bool(True)))
+    time.sleep(0.5)
+    assert state.msg.enabled and not state.msg.error
+    client.send_goal(jtas_goal(q_stop, q_stop + np.array([0.2, 0, 0, 0, 0, 0, 0])))
+    assert client.wait_for_result(rospy.Duration(10)) and client.get_state() == GoalStatus.ABORTED
+    assert wait_for(lambda: state.msg.stopped and state.msg.error, 5)  # no server: a controller error again
+    assert np.abs(arm_positions(js) - q_stop).max() < 2e-3
     state.close()
+
+
+def test_the_operators_speed_override_stops_a_forwarded_trajectory(jtc):
+    """The arm's controller runs on its own clock: a pause (speed_override 0) cannot slow it, so it stops it."""
+    client, js = jtc
+    override = publisher("/realtime_loop/speed_override", Float64, latch=True)
+    q0 = arm_positions(js)
+    target = q0 + np.array([0.0, 0.0, 0.0, 0.8, 0.0, 0.0, 0.0])
+    client.send_goal(jtas_goal(q0, target, 4.0))
+    assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.05, 10)
+    override.publish(Float64(0.0))
+    assert client.wait_for_result(rospy.Duration(10)) and client.get_state() != GoalStatus.SUCCEEDED
+    q_stop = arm_positions(js)
+    time.sleep(1.0)
+    assert np.abs(arm_positions(js) - q_stop).max() < 2e-3 and np.abs(q_stop - target).max() > 0.2
+    override.publish(Float64(1.0))

@@ -112,8 +112,8 @@ def out_layout(n: int) -> Layout:
 def traj_layout(m: int, knots: int) -> Layout:
     """loop → bridge: submission ``seq`` (``count`` knots of the ``m`` arm joints), and ``cancel`` (the seq to
     stop)."""
-    return Layout((("seq", 1), ("cancel", 1), ("count", 1), ("t", knots), ("q", knots * m), ("v", knots * m),
-                   ("a", knots * m)))
+    return Layout((("seq", 1), ("cancel", 1), ("count", 1), ("order", 1), ("t", knots), ("q", knots * m),
+                   ("v", knots * m), ("a", knots * m)))
 
 
 class RosControlBackend(Backend):
@@ -131,6 +131,7 @@ class RosControlBackend(Backend):
         self.m = rm.cfg.n_arm
         self.traj = SeqlockRecord(traj_layout(self.m, s.max_knots), link["traj"]) if self.forwarding else None
         self._seq = 0.0
+        self._failure_told = 0.0  # the submission whose failure the loop was told of (once: a reset clears it)
         self.wake_fd, self.command_fd = int(link["wake_fd"]), int(link["command_fd"])
         os.set_blocking(self.wake_fd, False)
         os.set_blocking(self.command_fd, False)
@@ -192,8 +193,10 @@ class RosControlBackend(Backend):
         state.speed_scaling = o.speed_scaling[0]
         if o.fault[0]:
             state.fault, state.fault_joint = int(o.fault[0]), int(o.fault_joint[0])
-        elif self._seq and o.traj_seq[0] == self._seq and o.traj_state[0] == TRAJ_FAILED:
-            state.fault, state.fault_joint = FAULT_CONTROLLER_ERROR, -1  # the arm's trajectory controller failed
+        elif self._seq and o.traj_seq[0] == self._seq and o.traj_state[0] == TRAJ_FAILED \
+                and self._failure_told != self._seq:  # the arm's trajectory controller failed: one fault per goal
+            self._failure_told = self._seq
+            state.fault, state.fault_joint = FAULT_CONTROLLER_ERROR, -1
         elif now - self._last_seen > self.link_timeout:
             state.fault, state.fault_joint = FAULT_LINK_LOST, -1
         else:
@@ -230,15 +233,17 @@ class RosControlBackend(Backend):
             self.cancel()
 
     # ---- trajectory-only: whole trajectories to the arm's FollowJointTrajectory controller ----------------
-    def submit(self, t, q, v, a) -> bool:
-        """Hand the arm a trajectory (times from now; arm joints in config order). False: too many knots."""
+    def submit(self, t, q, v, a, order: int = 5) -> bool:
+        """Hand the arm a trajectory (times from now; arm joints in config order), to be interpolated as
+        ``order`` says (1 linear, 3 cubic, 5 quintic: the fields sent are those that make a
+        joint_trajectory_controller pick that polynomial). False: too many knots, or not enabled."""
         k = len(t)
         if not self.forwarding or not self.sending or k > self.settings.max_knots:
             return False
         o = self.traj.local
         m = self.m
         self._seq += 1.0
-        o.seq[0], o.count[0] = self._seq, k
+        o.seq[0], o.count[0], o.order[0] = self._seq, k, order
         o.t[:k] = t
         o.q[:k * m] = np.ravel(q)
         o.v[:k * m] = np.ravel(v)

@@ -543,15 +543,19 @@ class LoopCycle:
     def _forward(self) -> None:
         """A trajectory-only arm: a trajectory the source starts goes to the arm whole (the source keeps playing
         it on the same time base: the reference the monitors compare the arm with); its stop (a cancel) and
-        its end by anything else (preemption, a fault, a disable) stop the arm's."""
+        its end by anything else (preemption, a fault, a disable) stop the arm's. The arm's controller runs on its
+        own clock (the UR driver's scaled controller follows its speed slider as the loop does): a sender's time
+        scaling below 1 or the operator's speed override below 1 (a pause) stops the motion instead."""
         t = self.trajectory
         running = self.robot_active and self.arbiter.active is t and t.state in (TRAJ_RUNNING, TRAJ_STOPPING)
         if running and t.traj_id != self._forwarded:
             tr, k = t.traj, t.traj.k
             self._forwarded, self._forward_stopping = t.traj_id, False
-            if not self.backend.submit(tr.t[:k], tr.q[:k], tr.v[:k], tr.a[:k]):
+            if not self.backend.submit(tr.t[:k], tr.q[:k], tr.v[:k], tr.a[:k], tr.order):
                 t.deactivate(R_FAULT)
-        elif running and t.state == TRAJ_STOPPING and not self._forward_stopping:
+        if running and t.state == TRAJ_RUNNING and (t.scaling < 1.0 or self.ch.control.local.speed_override[0] < 1.0):
+            t.cancel(0.0)  # the arm's controller keeps its own clock: a slowed or paused time base is a stop
+        if running and t.state == TRAJ_STOPPING and not self._forward_stopping:
             self._forward_stopping = True
             self.backend.cancel()
         elif not running and self._forwarded:

@@ -186,6 +186,7 @@ class FakeTrajectoryController:
         self.names = fake.names[:m]
         self.hold = fake.state.position[:m].copy()
         self.t = self.q = self.v = None  # the running trajectory (times from t0, positions, velocities)
+        self.linear = False  # positions only: linear interpolation
         self.t0 = 0.0
         self.lock = threading.Lock()
         self.server = actionlib.SimpleActionServer(action, FollowJointTrajectoryAction, self._execute,
@@ -206,6 +207,10 @@ class FakeTrajectoryController:
             k = min(max(int(np.searchsorted(t, s, side="right")) - 1, 0), len(t) - 2)
             h = t[k + 1] - t[k]
             u = (s - t[k]) / h
+            if self.linear:
+                cmd.position[:m] = q[k] + u * (q[k + 1] - q[k])
+                cmd.velocity[:m] = (q[k + 1] - q[k]) / h
+                return
             h00, h10, h01, h11 = 2 * u**3 - 3 * u**2 + 1, u**3 - 2 * u**2 + u, -2 * u**3 + 3 * u**2, u**3 - u**2
             cmd.position[:m] = h00 * q[k] + h10 * h * v[k] + h01 * q[k + 1] + h11 * h * v[k + 1]
             d00, d10, d01, d11 = 6 * u**2 - 6 * u, 3 * u**2 - 4 * u + 1, -6 * u**2 + 6 * u, 3 * u**2 - 2 * u
@@ -229,6 +234,7 @@ class FakeTrajectoryController:
         order = [jt.joint_names.index(j) for j in self.names]
         t = np.array([p.time_from_start.to_sec() for p in jt.points])
         q = np.array([[p.positions[i] for i in order] for p in jt.points])
+        linear = not any(p.velocities for p in jt.points)  # positions only: linear, as joint_trajectory_controller
         v = np.array([[p.velocities[i] for i in order] if p.velocities else [0.0] * self.m for p in jt.points])
         if t[0] > 0.0:  # from where the arm is
             t, q, v = np.r_[0.0, t], np.vstack([self.fake.state.position[:self.m], q]), np.vstack([np.zeros(self.m), v])
@@ -238,7 +244,7 @@ class FakeTrajectoryController:
             self.server.set_aborted(res)
             return
         with self.lock:
-            self.t, self.q, self.v, self.t0 = t, q, v, time.monotonic()
+            self.t, self.q, self.v, self.t0, self.linear = t, q, v, time.monotonic(), linear
         fb = FollowJointTrajectoryFeedback(joint_names=self.names)
         r = rospy.Rate(50)
         while not rospy.is_shutdown():

@@ -24,6 +24,8 @@ from ..loop.shm import SeqlockRecord
 from ..safety.faults import FAULT_CONTROLLER_ERROR
 
 STATUS_TIMEOUT = 1.0  # s without a status message from the arm's trajectory action while a goal runs: it is gone
+# (actionlib servers publish their status at 5 Hz by default; a server set below 1 Hz needs this raised)
+ACCEPT_TIMEOUT = 1.0  # s a goal may stay pending (not accepted by the arm's controller) before it fails
 SERVER_WAIT = 0.5  # s a submission waits for the action server before it fails
 
 
@@ -170,7 +172,8 @@ class TrajectoryForwarder:
         self.action = s.trajectory_action
         self.seq = self.cancelled = 0.0
         self.running = False
-        self.last_status = 0.0
+        self.last_status = self.sent_at = 0.0
+        self.lock = threading.Lock()  # running / last_status / sent_at: the send thread, callbacks, the timer
         self.failures = 0
         rospy.Subscriber(s.trajectory_action + "/status", GoalStatusArray, self._on_status, queue_size=1)
         rospy.Timer(rospy.Duration(0.1), self._watch)
@@ -179,6 +182,8 @@ class TrajectoryForwarder:
         b = self.bridge
         o = b.hw_in.local
         with b._lock:
+            if o.traj_seq[0] == seq and o.traj_state[0] in (TRAJ_DONE, TRAJ_FAILED) and state == TRAJ_ACTIVE:
+                return  # a late feedback message after the end: the end stands
             o.traj_seq[0], o.traj_state[0] = seq, state
             if t is not None:
                 o.traj_time[0] = t
@@ -211,14 +216,19 @@ class TrajectoryForwarder:
         goal = FollowJointTrajectoryGoal()
         goal.trajectory.joint_names = self.names
         q, v, a = (arr[:k * m].reshape(k, m) for arr in (o.q, o.v, o.a))
+        order = int(o.order[0])  # the fields a joint_trajectory_controller picks its polynomial from
         for i in range(k):
-            goal.trajectory.points.append(JointTrajectoryPoint(
-                positions=q[i].tolist(), velocities=v[i].tolist(), accelerations=a[i].tolist(),
-                time_from_start=rospy.Duration.from_sec(float(o.t[i]))))
+            p = JointTrajectoryPoint(positions=q[i].tolist(), time_from_start=rospy.Duration.from_sec(float(o.t[i])))
+            if order >= 3:
+                p.velocities = v[i].tolist()
+            if order >= 5:
+                p.accelerations = a[i].tolist()
+            goal.trajectory.points.append(p)
         goal.trajectory.header.stamp = rospy.Time(0)  # start on receipt (the loop's time base starts now too)
         seq = self.seq
-        self.running = True
-        self.last_status = rospy.get_time()
+        with self.lock:
+            self.last_status = self.sent_at = rospy.get_time()
+            self.running = True
         self._report(seq, TRAJ_ACTIVE, 0.0)
         self.client.send_goal(goal, done_cb=lambda st, res: self._done(seq, st, res),
                               feedback_cb=lambda fb: self._feedback(seq, fb))
@@ -232,7 +242,8 @@ class TrajectoryForwarder:
 
         if seq != self.seq:
             return  # an older goal's end (replaced)
-        self.running = False
+        with self.lock:
+            self.running = False
         if status == GoalStatus.SUCCEEDED and (result is None or result.error_code == 0):
             self._report(seq, TRAJ_DONE)
         elif status in (GoalStatus.PREEMPTED, GoalStatus.RECALLED) and self.cancelled == seq:
@@ -246,9 +257,23 @@ class TrajectoryForwarder:
             self._report(seq, TRAJ_FAILED, why=why)
 
     def _on_status(self, msg) -> None:
-        self.last_status = rospy.get_time()
+        with self.lock:
+            self.last_status = rospy.get_time()
 
     def _watch(self, _event) -> None:
-        if self.running and rospy.get_time() - self.last_status > STATUS_TIMEOUT:
-            self.running = False
+        """A goal whose server went silent, or that the arm's controller never took up, has failed."""
+        from actionlib_msgs.msg import GoalStatus
+
+        now = rospy.get_time()
+        with self.lock:
+            if not self.running:
+                return
+            silent = now - self.last_status > STATUS_TIMEOUT
+            pending = now - self.sent_at > ACCEPT_TIMEOUT and self.client.get_state() == GoalStatus.PENDING
+            if silent or pending:
+                self.running = False
+        if silent:
             self._report(self.seq, TRAJ_FAILED, why=f"no status from the action for {STATUS_TIMEOUT:g} s (gone?)")
+        elif pending:
+            self._report(self.seq, TRAJ_FAILED, why=f"the arm's controller did not take the goal up within "
+                                                    f"{ACCEPT_TIMEOUT:g} s")
