@@ -175,3 +175,16 @@ def test_the_operators_speed_override_stops_a_forwarded_trajectory(jtc):
     time.sleep(1.0)
     assert np.abs(arm_positions(js) - q_stop).max() < 2e-3 and np.abs(q_stop - target).max() > 0.2
     override.publish(Float64(1.0))
+
+
+def test_an_arm_controller_that_takes_a_goal_but_does_not_run_it_is_a_controller_error(jtc):
+    client, js = jtc
+    state = Latest("/robot/state", RobotAssemblyState)
+    rospy.wait_for_service("/fake_ros_control/stall_trajectory", 10)
+    rospy.ServiceProxy("/fake_ros_control/stall_trajectory", SetBool)(True)
+    q0 = arm_positions(js)
+    client.send_goal(jtas_goal(q0, q0 + np.array([0.0, 0.0, 0.0, 0.4, 0.0, 0.0, 0.0]), 3.0))
+    assert wait_for(lambda: state.msg is not None and state.msg.stopped and state.msg.error, 6)  # > 1 s behind
+    assert client.wait_for_result(rospy.Duration(10)) and client.get_state() == GoalStatus.ABORTED
+    assert np.abs(arm_positions(js) - q0).max() < 2e-3
+    state.close()

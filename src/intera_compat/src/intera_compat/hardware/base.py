@@ -43,6 +43,10 @@ class Capability(str, enum.Enum):
     SIM_TIME = "sim_time"  # steps its own time: may run faster or slower than real time
 
 
+# what a trajectory-only arm did with its last submission (``Backend.progress``)
+PROGRESS_NONE, PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED = 0, 1, 2, 3
+
+
 class CommandMode(enum.IntEnum):
     TORQUE = 1
     POSITION = 2
@@ -143,7 +147,7 @@ class Backend(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} streams: it takes no whole trajectories")
 
     def progress(self) -> tuple[int, float]:
-        """(state, seconds along the trajectory) of the submitted trajectory."""
+        """(PROGRESS_* state, seconds along the trajectory by the arm) of the submitted trajectory."""
         raise NotImplementedError(f"{type(self).__name__} streams: it takes no whole trajectories")
 
     def close(self) -> None:

@@ -31,12 +31,12 @@ import numpy as np
 
 from ..loop.shm import Layout, SeqlockRecord
 from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
-from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
+from .base import (PROGRESS_FAILED, PROGRESS_NONE, Backend, Capability, CommandMode,
+                   HardwareCommand, HardwareState)
 
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "effort": Capability.TORQUE,
               "trajectory": Capability.TRAJECTORY_ONLY}
-# traj_state (hw_in): what the arm's trajectory controller did with submission ``traj_seq``
-TRAJ_NONE, TRAJ_ACTIVE, TRAJ_DONE, TRAJ_FAILED = 0, 1, 2, 3
+# traj_state (hw_in): what the arm's trajectory controller did with submission ``traj_seq`` (PROGRESS_*)
 
 
 @dataclass
@@ -193,7 +193,7 @@ class RosControlBackend(Backend):
         state.speed_scaling = o.speed_scaling[0]
         if o.fault[0]:
             state.fault, state.fault_joint = int(o.fault[0]), int(o.fault_joint[0])
-        elif self._seq and o.traj_seq[0] == self._seq and o.traj_state[0] == TRAJ_FAILED \
+        elif self._seq and o.traj_seq[0] == self._seq and o.traj_state[0] == PROGRESS_FAILED \
                 and self._failure_told != self._seq:  # the arm's trajectory controller failed: one fault per goal
             self._failure_told = self._seq
             state.fault, state.fault_joint = FAULT_CONTROLLER_ERROR, -1
@@ -265,7 +265,7 @@ class RosControlBackend(Backend):
         controller's feedback)."""
         o = self.hw_in.local
         if not self._seq or o.traj_seq[0] != self._seq:
-            return TRAJ_NONE, 0.0
+            return PROGRESS_NONE, 0.0
         return int(o.traj_state[0]), float(o.traj_time[0])
 
     def _poke_bridge(self) -> None:

@@ -21,11 +21,12 @@ import numpy as np
 from ..config import RobotConfig
 from ..control.interaction import CartesianAdmittance, CartesianImpedance, InteractionLimits, InteractionParams
 from ..hardware.adapter import make_adapter
-from ..hardware.base import Backend, Capability, HardwareState
+from ..hardware.base import PROGRESS_ACTIVE, Backend, Capability, HardwareState
 from ..model.robot_model import RobotModel
 from ..safety.base import SafetyChain, SafetyContext
 from ..safety.collision_avoidance import CollisionAvoidance
 from ..safety.collision_detection import CollisionDetection
+from ..safety.faults import FAULT_CONTROLLER_ERROR
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
 from ..safety.joint_limits import JointLimits, relaxed_range
@@ -50,6 +51,7 @@ from .layouts import (MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, 
                       SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
 
 TIMEOUT_RANGE = (0.0, 1.0)
+FORWARD_LAG = 1.0  # s a trajectory-only arm may run behind the loop's reference (its controller's feedback)
 # scalar blocks of the state record (layouts.state_layout), in record order
 _HEAD_FIELDS = ("time", "cycle", "mode", "source")
 _FLAG_FIELDS = ("enabled", "stopped", "error", "estop_button", "estop_source", "ready", "homed", "gravity_suppressed",
@@ -543,9 +545,11 @@ class LoopCycle:
     def _forward(self) -> None:
         """A trajectory-only arm: a trajectory the source starts goes to the arm whole (the source keeps playing
         it on the same time base: the reference the monitors compare the arm with); its stop (a cancel) and
-        its end by anything else (preemption, a fault, a disable) stop the arm's. The arm's controller runs on its
-        own clock (the UR driver's scaled controller follows its speed slider as the loop does): a sender's time
-        scaling below 1 or the operator's speed override below 1 (a pause) stops the motion instead."""
+        its end by anything else (preemption, a fault, a disable) stop the arm's; an arm that runs more than
+        ``FORWARD_LAG`` behind the reference by its controller's feedback is a controller error. The arm's
+        controller runs on its own clock (the UR driver's scaled controller follows its speed slider as the loop
+        does): a sender's time scaling below 1 or the operator's speed override below 1 (a pause) stops the
+        motion instead."""
         t = self.trajectory
         running = self.robot_active and self.arbiter.active is t and t.state in (TRAJ_RUNNING, TRAJ_STOPPING)
         if running and t.traj_id != self._forwarded:
@@ -553,8 +557,13 @@ class LoopCycle:
             self._forwarded, self._forward_stopping = t.traj_id, False
             if not self.backend.submit(tr.t[:k], tr.q[:k], tr.v[:k], tr.a[:k], tr.order):
                 t.deactivate(R_FAULT)
-        if running and t.state == TRAJ_RUNNING and (t.scaling < 1.0 or self.ch.control.local.speed_override[0] < 1.0):
-            t.cancel(0.0)  # the arm's controller keeps its own clock: a slowed or paused time base is a stop
+        if running and t.state == TRAJ_RUNNING:
+            if t.scaling < 1.0 or self.ch.control.local.speed_override[0] < 1.0:
+                t.cancel(0.0)  # the arm's controller keeps its own clock: a slowed or paused time base is a stop
+            state, arm_time = self.backend.progress()
+            if state == PROGRESS_ACTIVE and t.time - arm_time > FORWARD_LAG:  # (no feedback at all: arm_time 0)
+                self._fault(FAULT_CONTROLLER_ERROR, -1)  # the arm's controller runs behind the reference
+                return
         if running and t.state == TRAJ_STOPPING and not self._forward_stopping:
             self._forward_stopping = True
             self.backend.cancel()

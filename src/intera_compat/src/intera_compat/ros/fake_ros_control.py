@@ -16,6 +16,7 @@ test fixture of the ros_control backend, and a way to try ``ros_control.launch``
 
 Fault injection for tests: ``~pause_joint_states`` (std_srvs/SetBool: the link goes silent while true),
 ``~drop_trajectory_action`` (std_srvs/SetBool: the trajectory action vanishes from the graph, its goal stops),
+``~stall_trajectory`` (std_srvs/SetBool: goals are accepted but not executed, no feedback: a hung controller),
 ``~drop_joint`` (std_msgs/String: leave that joint out of joint states; "" restores it) and
 ``~teleport`` (sensor_msgs/JointState: put the arm there, as a person moving a braked-off arm would).
 """
@@ -192,8 +193,9 @@ class FakeTrajectoryController:
         self.server = actionlib.SimpleActionServer(action, FollowJointTrajectoryAction, self._execute,
                                                    auto_start=False)
         self.server.start()
-        self.dropped = False
+        self.dropped = self.stalled = False
         rospy.Service("~drop_trajectory_action", SetBool, self._on_drop)
+        rospy.Service("~stall_trajectory", SetBool, self._on_stall)
 
     def sample(self, now: float, cmd: HardwareCommand) -> None:
         """This 1 ms step's position and velocity for the servo (under the fake's lock)."""
@@ -243,10 +245,15 @@ class FakeTrajectoryController:
             res.error_string = "times must increase and values be finite"
             self.server.set_aborted(res)
             return
+        r = rospy.Rate(50)
+        while self.stalled and not rospy.is_shutdown():  # a hung controller: accepted, nothing happens
+            if self.server.is_preempt_requested():
+                self.server.set_preempted(res)
+                return
+            r.sleep()
         with self.lock:
             self.t, self.q, self.v, self.t0, self.linear = t, q, v, time.monotonic(), linear
         fb = FollowJointTrajectoryFeedback(joint_names=self.names)
-        r = rospy.Rate(50)
         while not rospy.is_shutdown():
             if self.dropped:
                 self._stop()
@@ -265,6 +272,10 @@ class FakeTrajectoryController:
             self.t = None
             self.hold[:] = q[-1]
         self.server.set_succeeded(res)
+
+    def _on_stall(self, req):
+        self.stalled = bool(req.data)
+        return SetBoolResponse(True, "trajectory controller " + ("stalled" if self.stalled else "running"))
 
     def _on_drop(self, req):
         """The action server leaves the graph (as a crashed controller manager's would)."""

@@ -18,8 +18,8 @@ import rospy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 
-from ..hardware.ros_control import (TRAJ_ACTIVE, TRAJ_DONE, TRAJ_FAILED, TRAJ_NONE, RosControlSettings, in_layout,
-                                     out_layout, traj_layout)
+from ..hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE
+from ..hardware.ros_control import RosControlSettings, in_layout, out_layout, traj_layout
 from ..loop.shm import SeqlockRecord
 from ..safety.faults import FAULT_CONTROLLER_ERROR
 
@@ -182,13 +182,13 @@ class TrajectoryForwarder:
         b = self.bridge
         o = b.hw_in.local
         with b._lock:
-            if o.traj_seq[0] == seq and o.traj_state[0] in (TRAJ_DONE, TRAJ_FAILED) and state == TRAJ_ACTIVE:
+            if o.traj_seq[0] == seq and o.traj_state[0] in (PROGRESS_DONE, PROGRESS_FAILED) and state == PROGRESS_ACTIVE:
                 return  # a late feedback message after the end: the end stands
             o.traj_seq[0], o.traj_state[0] = seq, state
             if t is not None:
                 o.traj_time[0] = t
             b.hw_in.publish_local()
-        if state == TRAJ_FAILED:
+        if state == PROGRESS_FAILED:
             self.failures += 1
             rospy.logerr(f"ros_control: trajectory {seq:g} on {self.action} failed: {why}; the robot stops "
                          f"(controller error) until reset")
@@ -210,7 +210,7 @@ class TrajectoryForwarder:
 
         self.seq, k, m = float(o.seq[0]), int(o.count[0]), self.m
         if not self.client.wait_for_server(rospy.Duration(SERVER_WAIT)):
-            self._report(self.seq, TRAJ_FAILED, why="no FollowJointTrajectory server (is the arm's trajectory "
+            self._report(self.seq, PROGRESS_FAILED, why="no FollowJointTrajectory server (is the arm's trajectory "
                                                     "controller running?)")
             return
         goal = FollowJointTrajectoryGoal()
@@ -229,13 +229,13 @@ class TrajectoryForwarder:
         with self.lock:
             self.last_status = self.sent_at = rospy.get_time()
             self.running = True
-        self._report(seq, TRAJ_ACTIVE, 0.0)
+        self._report(seq, PROGRESS_ACTIVE, 0.0)
         self.client.send_goal(goal, done_cb=lambda st, res: self._done(seq, st, res),
                               feedback_cb=lambda fb: self._feedback(seq, fb))
 
     def _feedback(self, seq: float, fb) -> None:
         if seq == self.seq:
-            self._report(seq, TRAJ_ACTIVE, fb.actual.time_from_start.to_sec())
+            self._report(seq, PROGRESS_ACTIVE, fb.actual.time_from_start.to_sec())
 
     def _done(self, seq: float, status: int, result) -> None:
         from actionlib_msgs.msg import GoalStatus
@@ -245,16 +245,16 @@ class TrajectoryForwarder:
         with self.lock:
             self.running = False
         if status == GoalStatus.SUCCEEDED and (result is None or result.error_code == 0):
-            self._report(seq, TRAJ_DONE)
+            self._report(seq, PROGRESS_DONE)
         elif status in (GoalStatus.PREEMPTED, GoalStatus.RECALLED) and self.cancelled == seq:
-            self._report(seq, TRAJ_NONE)  # we stopped it
+            self._report(seq, PROGRESS_NONE)  # we stopped it
         else:
             names = {GoalStatus.ABORTED: "aborted", GoalStatus.REJECTED: "rejected", GoalStatus.PREEMPTED: "preempted",
                      GoalStatus.RECALLED: "recalled", GoalStatus.LOST: "lost"}
             why = f"the goal was {names.get(status, f'ended with status {status}')}"
             if result is not None:
                 why += f", error_code {result.error_code} {result.error_string!r}"
-            self._report(seq, TRAJ_FAILED, why=why)
+            self._report(seq, PROGRESS_FAILED, why=why)
 
     def _on_status(self, msg) -> None:
         with self.lock:
@@ -273,7 +273,7 @@ class TrajectoryForwarder:
             if silent or pending:
                 self.running = False
         if silent:
-            self._report(self.seq, TRAJ_FAILED, why=f"no status from the action for {STATUS_TIMEOUT:g} s (gone?)")
+            self._report(self.seq, PROGRESS_FAILED, why=f"no status from the action for {STATUS_TIMEOUT:g} s (gone?)")
         elif pending:
-            self._report(self.seq, TRAJ_FAILED, why=f"the arm's controller did not take the goal up within "
+            self._report(self.seq, PROGRESS_FAILED, why=f"the arm's controller did not take the goal up within "
                                                     f"{ACCEPT_TIMEOUT:g} s")
