@@ -5,7 +5,6 @@ import time
 import numpy as np
 import rospy
 from intera_core_msgs.msg import JointCommand
-from sensor_msgs.msg import JointState
 
 TOL = 0.008726646
 ARM = [f"right_j{i}" for i in range(7)]

@@ -47,7 +47,8 @@ def dh_product(q, d, a, alpha):
 
 def test_the_hand_is_where_the_dh_table_puts_it(arm):
     name, cfg, rm = arm
-    d, a, alpha = UR_DH[name] + (UR_ALPHA,) if name in UR_DH else (cfg.raw["dh"]["d"], cfg.raw["dh"]["a"], cfg.raw["dh"]["alpha"])
+    dh = cfg.raw["dh"]
+    d, a, alpha = UR_DH[name] + (UR_ALPHA,) if name in UR_DH else (dh["d"], dh["a"], dh["alpha"])
     rng = np.random.default_rng(3)
     for _ in range(20):
         q = rng.uniform(-np.pi, np.pi, cfg.n_arm)
@@ -60,7 +61,8 @@ def test_the_hand_is_where_the_dh_table_puts_it(arm):
 def test_the_committed_urdf_is_the_generators_output(arm):
     name, cfg, _ = arm
     with open(os.path.join(CONFIG_DIR, "..", "urdf", f"{name}.urdf")) as f:
-        assert f.read().strip() == dh_urdf(cfg).strip(), f"regenerate: python -m intera_compat.model.dh_urdf {name}.yaml"
+        assert f.read().strip() == dh_urdf(cfg).strip(), \
+            f"regenerate: python -m intera_compat.model.dh_urdf config/{name}.yaml"
 
 
 def test_limits_names_and_named_poses(arm):

@@ -108,7 +108,7 @@ def test_the_rotational_wall_pushes_back_beyond_82_5_degrees_unless_constrained_
         for _ in range(200):  # (the slew limit)
             assert imp.compute(q, zero, q_ref, zero)
         out[free] = imp.tau.copy()
-    assert abs(out[False][6]) > 20.0  # the wall: (95 − 82.5)° at 300 Nm/rad, saturated at 30 Nm about the hand's axis
+    assert abs(out[False][6]) > 20.0  # the wall: (95 − 82.5)° at 300 Nm/rad, saturated at 30 Nm about the hand
     assert abs(out[False][6]) < LIM.rotation_wall_torque + 1.0
     assert np.abs(out[True]).max() < 1e-6  # zero rotational stiffness, no wall, no nullspace stiffness
 
@@ -349,7 +349,7 @@ def test_admittance_parameter_change_resets_the_reference_without_a_jump(rm):
         L.run(0.005)
         track.append(hand(L, rm))
     assert np.abs(np.array(track) - before).max() < 0.005  # the reference came to the arm: no step of δ
-    for _ in range(30):  # the push goes on (10 N / 150 N/m from there), ends, and the arm settles at the reset reference
+    for _ in range(30):  # the push goes on (10 N / 150 N/m from there), ends; the arm settles at the reset reference
         L.run(0.05)
         assert np.linalg.norm(hand(L, rm) - before) < 0.075
     assert np.linalg.norm(hand(L, rm) - before) < 0.005

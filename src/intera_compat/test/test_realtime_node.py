@@ -1,7 +1,6 @@
 """The realtime_loop node over ROS, as the Intera SDK's Limb / RobotEnable see it; the Limb-level tests run against
 every backend's launch (fixture ``robot``: the MuJoCo Sawyer, and ros_control.launch on an arm with
 gazebo_ros_control's interface), with what each arm's capabilities allow."""
-import threading
 import time
 
 import numpy as np
@@ -10,7 +9,6 @@ import rospy
 from diagnostic_msgs.msg import DiagnosticArray
 from intera_core_msgs.msg import (EndpointState, EndpointStates, JointCommand, JointLimits, RobotAssemblyState,
                                   SEAJointState)
-from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool

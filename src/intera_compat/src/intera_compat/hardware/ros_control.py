@@ -31,7 +31,7 @@ import numpy as np
 
 from ..loop.shm import Layout, SeqlockRecord
 from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
-from .base import (PROGRESS_FAILED, PROGRESS_NONE, Backend, Capability, CommandMode,
+from .base import (PROGRESS_FAILED, PROGRESS_NONE, Backend, Capability,
                    HardwareCommand, HardwareState)
 
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "effort": Capability.TORQUE,

@@ -8,7 +8,8 @@ test fixture of the ros_control backend, and a way to try ``ros_control.launch``
   ros_controllers do); a command of the wrong length or with a NaN is refused with a log, as there;
 * the plant: the configured arm simulated, stepped every 1 ms in real time; the position controller is a stiff
   PD with gravity compensation and a velocity feed-forward from its last two commands (as a real arm's servo
-  interpolates its stream; a bare PD would brake every move with its D term), the velocity controller a PD on the integrated velocity, the effort controller passes
+  interpolates its stream; a bare PD would brake every move with its D term), the velocity controller a PD on
+  the integrated velocity, the effort controller passes
   torques through.
 
 * ``interface: trajectory``: instead, a joint trajectory controller's ``FollowJointTrajectory`` action (cubic

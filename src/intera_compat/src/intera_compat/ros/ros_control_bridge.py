@@ -174,7 +174,6 @@ class TrajectoryForwarder:
         self.running = False
         self.last_status = self.sent_at = 0.0
         self.lock = threading.Lock()  # running / last_status / sent_at: the send thread, callbacks, the timer
-        self.failures = 0
         rospy.Subscriber(s.trajectory_action + "/status", GoalStatusArray, self._on_status, queue_size=1)
         rospy.Timer(rospy.Duration(0.1), self._watch)
 
@@ -182,14 +181,14 @@ class TrajectoryForwarder:
         b = self.bridge
         o = b.hw_in.local
         with b._lock:
-            if o.traj_seq[0] == seq and o.traj_state[0] in (PROGRESS_DONE, PROGRESS_FAILED) and state == PROGRESS_ACTIVE:
+            ended = o.traj_seq[0] == seq and o.traj_state[0] in (PROGRESS_DONE, PROGRESS_FAILED)
+            if ended and state == PROGRESS_ACTIVE:
                 return  # a late feedback message after the end: the end stands
             o.traj_seq[0], o.traj_state[0] = seq, state
             if t is not None:
                 o.traj_time[0] = t
             b.hw_in.publish_local()
         if state == PROGRESS_FAILED:
-            self.failures += 1
             rospy.logerr(f"ros_control: trajectory {seq:g} on {self.action} failed: {why}; the robot stops "
                          f"(controller error) until reset")
 
