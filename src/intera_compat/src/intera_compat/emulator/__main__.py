@@ -1,0 +1,36 @@
+"""``python -m intera_compat.emulator [--config ur5e.yaml] [--host 127.0.0.1]``: a UR controller on loopback (RTDE
+30004, Dashboard 29999) backed by the MuJoCo arm, until interrupted. In its own process: ur_rtde's calls block
+holding the Python interpreter, so a client in the same process would starve the servers."""
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+
+from .dashboard_server import DashboardServer
+from .rtde_server import RTDEServer
+from .ur_controller import URController
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--config", default=None, help="robot config of the arm (default: config/ur5e.yaml)")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--dashboard-port", type=int, default=29999)
+    args = ap.parse_args(argv)
+    controller = URController(args.config)
+    controller.start()
+    rtde = RTDEServer(controller, args.host).start()
+    servers = [rtde, DashboardServer(controller, args.host, args.dashboard_port, rtde).start()]
+    print(f"UR controller emulator on {args.host}: RTDE 30004, Dashboard {args.dashboard_port}", flush=True)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    for s in servers:
+        s.close()
+    controller.stop()
+
+
+if __name__ == "__main__":
+    main()

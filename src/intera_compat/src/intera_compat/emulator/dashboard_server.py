@@ -1,0 +1,137 @@
+"""The Dashboard server (port 29999) of a UR controller, served from a ``URController``: a greeting line, then one
+reply line per command line (bare "\\n" line ends, as the controller sends and ur_rtde's DashboardClient needs).
+Replies are the controller's wording; what ur_rtde checks exactly: ``docs/ur_rtde_client_facts.md`` §4.
+
+Fault injection (the emulator's own commands, which a real controller would not understand): ``emulator
+protective stop``, ``emulator estop on|off`` (the robot's E-stop button), ``emulator rtde silent on|off`` (no
+RTDE data packages: clients time out)."""
+from __future__ import annotations
+
+import socketserver
+import threading
+
+from .ur_controller import (PAUSED, PLAYING, ROBOT_MODE_NAMES, SAFETY_MODE_NAMES, SERIAL, VERSION, URController)
+
+PORT = 29999
+GREETING = "Connected: Universal Robots Dashboard Server"
+
+
+class _Session(socketserver.StreamRequestHandler):
+    server: "DashboardServer"
+
+    def handle(self) -> None:
+        self._say(GREETING)
+        for raw in self.rfile:
+            line = raw.decode(errors="replace").strip()
+            if not line:
+                continue
+            reply = self.server.answer(line)
+            self._say(reply)
+            if line == "quit":
+                return
+
+    def _say(self, text: str) -> None:
+        self.wfile.write((text + "\n").encode())
+        self.wfile.flush()
+
+
+class DashboardServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, controller: URController, host: str = "127.0.0.1", port: int = PORT, rtde=None):
+        super().__init__((host, port), _Session)
+        self.controller = controller
+        self.rtde = rtde  # (the RTDE server, for its fault injection)
+        self.remote_control = True
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def start(self) -> "DashboardServer":
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+    def _inject(self, what: str) -> str:
+        c = self.controller
+        if what == "protective stop":
+            c.protective_stop()
+        elif what in ("estop on", "estop off"):
+            c.emergency_stop(what.endswith("on"))
+        elif what in ("rtde silent on", "rtde silent off") and self.rtde is not None:
+            self.rtde.silent = what.endswith("on")
+        else:
+            return f"could not understand: 'emulator {what}'"
+        return f"emulator: {what}"
+
+    def answer(self, line: str) -> str:
+        c = self.controller
+        cmd, _, arg = line.partition(" ")
+        low = line.lower()
+        version = ".".join(str(x) for x in VERSION)
+        if low == "power on":
+            c.power_on()
+            return "Powering on"
+        if low == "power off":
+            c.power_off()
+            return "Powering off"
+        if low == "brake release":
+            return "Brake releasing" if c.brake_release() else "Failed to execute: brake release"
+        if low == "play":
+            return "Starting program" if c.play() else "Failed to execute: play"
+        if low == "stop":
+            c.stop_program()
+            return "Stopped"
+        if low == "pause":
+            return "Pausing program" if c.pause_program() else "Failed to execute: pause"
+        if low == "unlock protective stop":
+            return "Protective stop releasing" if c.unlock_protective_stop() else \
+                "Cannot unlock protective stop until 5s after occurrence. Always inspect cause of protective stop " \
+                "before unlocking"
+        if low == "robotmode":
+            return f"Robotmode: {ROBOT_MODE_NAMES.get(c.robot_mode, 'NO_CONTROLLER')}"
+        if low == "safetymode":
+            return f"Safetymode: {SAFETY_MODE_NAMES.get(c.safety_mode, 'FAULT')}"
+        if low == "safetystatus":
+            return f"Safetystatus: {SAFETY_MODE_NAMES.get(c.safety_mode, 'FAULT')}"
+        if low == "programstate":
+            state = "PLAYING" if c.runtime_state == PLAYING else "PAUSED" if c.runtime_state == PAUSED else "STOPPED"
+            return f"{state} {c.program}"
+        if low == "running":
+            return f"Program running: {'true' if c.runtime_state == PLAYING else 'false'}"
+        if low == "polyscopeversion":
+            return f"URSoftware {version} (emulated)"
+        if low == "get serial number":
+            return SERIAL
+        if low == "get robot model":
+            return "UR5"
+        if low == "is in remote control":
+            return "true" if self.remote_control else "false"
+        if low == "get loaded program":
+            return f"Loaded program: {c.program}"
+        if low == "isprogramsaved":
+            return f"True {c.program}"
+        if cmd == "load":
+            c.program = arg
+            return f"Loading program: {arg}"
+        if low == "close safety popup":
+            return "closing safety popup"
+        if low == "close popup":
+            return "closing popup"
+        if cmd == "popup":
+            return "showing popup"
+        if cmd == "addToLog":
+            return "Added log message"
+        if low == "restart safety":
+            return "Restarting safety"
+        if cmd == "setUserRole":
+            return f"Setting user role: {arg}"
+        if low == "quit":
+            return "Disconnected"
+        if low == "shutdown":
+            return "Shutting down"
+        if cmd == "emulator":
+            return self._inject(arg.lower())
+        return f"could not understand: '{line}'"

@@ -1,0 +1,200 @@
+"""A UR e-Series controller's state, backed by a MuJoCo UR arm (the config's model: UR5e figures by default).
+
+The emulator's servers (``rtde_server.py``, ``dashboard_server.py``) read and change this state; the arm is
+stepped in real time at the controller's 500 Hz (two 1 ms physics steps per cycle) on its own thread. Modes
+follow the controller's: POWER_OFF → (power on) IDLE with the brakes on → (brake release) RUNNING; a program is
+STOPPED or PLAYING; a protective stop or an emergency stop holds the arm where it is until unlocked / released.
+
+Numbers are the controller's own (RTDE ``robot_mode``, ``safety_mode``, ``runtime_state``, status bits).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from ..config import load_config
+from ..hardware.base import CommandMode, HardwareCommand, HardwareState
+from ..hardware.sim import SimPositionBackend
+from ..model.robot_model import RobotModel
+
+# robot_mode
+NO_CONTROLLER, DISCONNECTED, CONFIRM_SAFETY, BOOTING, POWER_OFF, POWER_ON, IDLE, BACKDRIVE, RUNNING = range(-1, 8)
+ROBOT_MODE_NAMES = {POWER_OFF: "POWER_OFF", POWER_ON: "POWER_ON", IDLE: "IDLE", BACKDRIVE: "BACKDRIVE",
+                    RUNNING: "RUNNING", BOOTING: "BOOTING"}
+# safety_mode
+NORMAL, REDUCED, PROTECTIVE_STOP, RECOVERY, SAFEGUARD_STOP, SYSTEM_EMERGENCY_STOP, ROBOT_EMERGENCY_STOP = range(1, 8)
+SAFETY_MODE_NAMES = {NORMAL: "NORMAL", REDUCED: "REDUCED", PROTECTIVE_STOP: "PROTECTIVE_STOP", RECOVERY: "RECOVERY",
+                     SAFEGUARD_STOP: "SAFEGUARD_STOP", SYSTEM_EMERGENCY_STOP: "SYSTEM_EMERGENCY_STOP",
+                     ROBOT_EMERGENCY_STOP: "ROBOT_EMERGENCY_STOP"}
+# runtime_state
+STOPPING, STOPPED, PLAYING, PAUSING, PAUSED = range(5)
+# joint_mode
+JOINT_POWER_OFF, JOINT_RUNNING, JOINT_IDLE = 239, 253, 255
+VERSION = (5, 11, 1, 108318)  # what the controller reports (RTDE 'v', dashboard PolyscopeVersion)
+SERIAL = "20235500001"
+PERIOD = 0.002  # s: the e-Series controller's cycle
+
+
+def default_config() -> str:
+    return os.path.join(os.path.dirname(__file__), "..", "..", "..", "config", "ur5e.yaml")
+
+
+class URController:
+    """The emulated controller. ``start()`` runs the arm; every public method is thread-safe."""
+
+    def __init__(self, config: str | None = None, initial_pose: str = "neutral"):
+        self.cfg = load_config(config or default_config())
+        self.rm = RobotModel(self.cfg)
+        self.n = self.cfg.n_arm
+        self.plant = SimPositionBackend(self.rm, self.cfg.full_pose(initial_pose))
+        self.plant.connect()
+        self.state = HardwareState.zeros(len(self.cfg.all_joints))
+        self.plant.read(self.state)
+        self.cmd = HardwareCommand.zeros(len(self.cfg.all_joints), CommandMode.POSITION)
+        self.cmd.position[:] = self.state.position
+        self.lock = threading.RLock()
+        self.robot_mode = POWER_OFF
+        self.safety_mode = NORMAL
+        self.runtime_state = STOPPED
+        self.speed_slider = 1.0  # target_speed_fraction
+        self.program = "<unnamed>"
+        self.t0 = time.monotonic()
+        self._run = False
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="ur-controller")
+        self._fid = self.rm.frame_id(self.cfg.tips[0])
+        self._q = np.zeros(self.rm.model.nq)
+
+    # ---- the arm ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._run = True
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._run = False
+        if self._thread.is_alive():
+            self._thread.join(1.0)
+
+    def _loop(self) -> None:
+        steps = max(1, int(round(PERIOD / self.plant.period)))
+        nxt = time.monotonic()
+        while self._run:
+            with self.lock:  # (while motion is not allowed the target stays where the arm was held)
+                self.cmd.velocity[:] = 0.0
+                for _ in range(steps):
+                    self.plant.write(self.cmd)
+                self.plant.read(self.state)
+            nxt += PERIOD
+            delay = nxt - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -0.1:
+                nxt = time.monotonic()
+
+    def moving_allowed(self) -> bool:
+        return self.robot_mode == RUNNING and self.safety_mode in (NORMAL, REDUCED)
+
+    # ---- the operator and the safety system (dashboard, fault injection) ------------------------------
+    def power_on(self) -> None:
+        with self.lock:
+            if self.robot_mode == POWER_OFF:
+                self.robot_mode = IDLE
+
+    def power_off(self) -> None:
+        with self.lock:
+            self.robot_mode, self.runtime_state = POWER_OFF, STOPPED
+            self._hold()
+
+    def brake_release(self) -> bool:
+        with self.lock:
+            if self.robot_mode not in (IDLE, RUNNING) or self.safety_mode not in (NORMAL, REDUCED):
+                return False
+            self.robot_mode = RUNNING
+            return True
+
+    def play(self) -> bool:
+        with self.lock:
+            if self.robot_mode != RUNNING or self.safety_mode not in (NORMAL, REDUCED):
+                return False
+            self.runtime_state = PLAYING
+            return True
+
+    def stop_program(self) -> None:
+        with self.lock:
+            self.runtime_state = STOPPED
+
+    def pause_program(self) -> bool:
+        with self.lock:
+            if self.runtime_state != PLAYING:
+                return False
+            self.runtime_state = PAUSED
+            return True
+
+    def protective_stop(self) -> None:
+        """Fault injection: a protective stop (the arm holds, the program stops)."""
+        with self.lock:
+            self.safety_mode, self.runtime_state = PROTECTIVE_STOP, STOPPED
+            self._hold()
+
+    def unlock_protective_stop(self) -> bool:
+        with self.lock:
+            if self.safety_mode != PROTECTIVE_STOP:
+                return False
+            self.safety_mode = NORMAL
+            return True
+
+    def emergency_stop(self, pressed: bool) -> None:
+        """Fault injection: the robot's E-stop button (released: the robot stays powered off until powered on)."""
+        with self.lock:
+            if pressed:
+                self.safety_mode, self.runtime_state, self.robot_mode = ROBOT_EMERGENCY_STOP, STOPPED, POWER_OFF
+                self._hold()
+            elif self.safety_mode == ROBOT_EMERGENCY_STOP:
+                self.safety_mode = NORMAL
+
+    def _hold(self) -> None:
+        self.cmd.position[:] = self.state.position
+
+    # ---- what RTDE reports --------------------------------------------------------------------------
+    def outputs(self) -> dict:
+        """The RTDE output variables this controller has values for (a snapshot)."""
+        with self.lock:
+            q = self.state.position[:self.n].copy()
+            qd = self.state.velocity[:self.n].copy()
+            tq = self.cmd.position[:self.n].copy()
+            mode, smode, rstate, slider = self.robot_mode, self.safety_mode, self.runtime_state, self.speed_slider
+        self.rm.to_pin(np.r_[q, np.zeros(len(self.cfg.all_joints) - self.n)], self._q)
+        J = pin.computeFrameJacobian(self.rm.model, self.rm.data, self._q, self._fid, pin.LOCAL_WORLD_ALIGNED)
+        x = self.rm.data.oMf[self._fid]
+        pose = np.r_[x.translation, pin.log3(x.rotation)]  # (UR poses: position, rotation vector)
+        speed = J[:, self.rm.perm[:self.n]] @ qd
+        powered = mode not in (POWER_OFF, NO_CONTROLLER, DISCONNECTED, BOOTING)
+        running = mode == RUNNING
+        safety_bits = 1 << 0 if smode == NORMAL else 1 << (smode - 1)
+        if smode in (SYSTEM_EMERGENCY_STOP, ROBOT_EMERGENCY_STOP):
+            safety_bits |= 1 << 7
+        scaling = slider if rstate == PLAYING else 0.0
+        zero6 = np.zeros(6)
+        return {
+            "timestamp": time.monotonic() - self.t0,
+            "target_q": tq, "target_qd": zero6, "target_qdd": zero6, "target_current": zero6,
+            "target_moment": zero6, "actual_q": q, "actual_qd": qd, "actual_current": zero6,
+            "actual_current_as_torque": zero6, "joint_control_output": zero6,
+            "actual_TCP_pose": pose, "actual_TCP_speed": speed, "actual_TCP_force": zero6,
+            "target_TCP_pose": pose, "target_TCP_speed": speed, "actual_digital_input_bits": 0,
+            "actual_digital_output_bits": 0, "joint_temperatures": np.full(6, 30.0),
+            "actual_execution_time": 0.2, "robot_mode": mode,
+            "joint_mode": [JOINT_RUNNING if running else JOINT_IDLE if powered else JOINT_POWER_OFF] * 6,
+            "safety_mode": smode, "safety_status": smode, "actual_tool_accelerometer": np.array([0.0, 0.0, 9.81]),
+            "speed_scaling": scaling, "target_speed_fraction": slider, "actual_momentum": 0.0,
+            "actual_main_voltage": 48.0 if powered else 0.0, "actual_robot_voltage": 48.0 if powered else 0.0,
+            "actual_robot_current": 0.0, "actual_joint_voltage": np.full(6, 48.0 if powered else 0.0),
+            "runtime_state": rstate, "standard_analog_input0": 0.0, "standard_analog_input1": 0.0,
+            "standard_analog_output0": 0.0, "standard_analog_output1": 0.0,
+            "robot_status_bits": (1 if powered else 0) | (2 if rstate == PLAYING else 0),
+            "safety_status_bits": safety_bits, "ft_raw_wrench": zero6, "payload": 0.0,
+            "payload_cog": np.zeros(3), "payload_inertia": zero6,
+        }
