@@ -112,3 +112,58 @@ def test_emergency_stop_and_a_silent_link(emulator):
     while rr.isConnected() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not rr.isConnected()  # the client's 2.5 s read timeout: no more data packages
+
+
+rtde_control = pytest.importorskip("rtde_control")
+
+
+@pytest.fixture
+def running(emulator):
+    """Powered, brakes released, ur_rtde's control script uploaded and running; yields (control, receive)."""
+    emulator.powerOn()
+    emulator.brakeRelease()
+    rr = receive()
+    rc = rtde_control.RTDEControlInterface(HOST)
+    assert rc.isConnected() and rc.isProgramRunning()
+    yield rc, rr, emulator
+    rc.disconnect()
+    rr.disconnect()
+
+
+def test_move_servo_and_speed_commands_drive_the_arm(running):
+    rc, rr, _ = running
+    q0 = np.array(rr.getActualQ())
+    q1 = q0 + np.array([0.3, 0.0, 0.0, 0.2, 0.0, 0.0])
+    assert rc.moveJ(list(q1), 1.0, 1.4)  # blocking: back when the controller reports it done
+    assert np.array(rr.getActualQ()) == pytest.approx(q1, abs=2e-3)
+    for k in range(1, 251):  # servoJ at 125 Hz: a 0.1 rad ramp on the base joint
+        t = rc.initPeriod()
+        assert rc.servoJ(list(q1 + np.array([0.1 * k / 250, 0, 0, 0, 0, 0])), 0.5, 0.5, 0.008, 0.1, 300)
+        rc.waitPeriod(t)
+    assert rc.servoStop()
+    time.sleep(0.3)
+    assert rr.getActualQ()[0] == pytest.approx(q1[0] + 0.1, abs=0.01)
+    base = rr.getActualQ()[0]
+    assert rc.speedJ([0.2, 0, 0, 0, 0, 0], 0.5, 0.0)
+    time.sleep(1.0)
+    assert rr.getActualQd()[0] == pytest.approx(0.2, abs=0.02) and rr.getActualQ()[0] > base + 0.1
+    assert rc.speedStop()
+    time.sleep(0.3)
+    assert abs(rr.getActualQd()[0]) < 1e-3
+    rc.stopScript()  # (returns nothing)
+    assert rr.getRuntimeState() == 1 and not rc.moveJ(list(q0), 1.0, 1.4)  # no program: refused, nothing moves
+    assert np.abs(np.array(rr.getActualQd())).max() < 1e-3
+
+
+def test_a_protective_stop_ends_a_motion_and_the_program(running):
+    rc, rr, db = running
+    q0 = np.array(rr.getActualQ())
+    assert rc.moveJ(list(q0 + np.array([0, 0, 0, 0, 0, 1.5])), 0.5, 1.0, True)  # asynchronous
+    time.sleep(0.5)
+    inject(db, "protective stop")
+    time.sleep(0.3)
+    q_stop = np.array(rr.getActualQ())
+    time.sleep(0.5)
+    assert np.abs(np.array(rr.getActualQ()) - q_stop).max() < 1e-3 and abs(q_stop[5] - q0[5]) < 1.2
+    assert rr.isProtectiveStopped() and rr.getRuntimeState() == 1
+    assert not rc.servoJ(list(q_stop), 0.5, 0.5, 0.008, 0.1, 300)  # the program ended with the stop

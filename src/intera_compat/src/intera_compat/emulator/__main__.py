@@ -1,5 +1,5 @@
 """``python -m intera_compat.emulator [--config ur5e.yaml] [--host 127.0.0.1]``: a UR controller on loopback (RTDE
-30004, Dashboard 29999) backed by the MuJoCo arm, until interrupted. In its own process: ur_rtde's calls block
+30004, Dashboard 29999, script 30003) backed by the MuJoCo arm, until interrupted. In its own process: ur_rtde's calls block
 holding the Python interpreter, so a client in the same process would starve the servers."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import threading
 
 from .dashboard_server import DashboardServer
 from .rtde_server import RTDEServer
+from .script_server import ScriptServer
 from .ur_controller import URController
 
 
@@ -21,8 +22,10 @@ def main(argv=None) -> None:
     controller = URController(args.config)
     controller.start()
     rtde = RTDEServer(controller, args.host).start()
-    servers = [rtde, DashboardServer(controller, args.host, args.dashboard_port, rtde).start()]
-    print(f"UR controller emulator on {args.host}: RTDE 30004, Dashboard {args.dashboard_port}", flush=True)
+    servers = [rtde, DashboardServer(controller, args.host, args.dashboard_port, rtde).start(),
+               ScriptServer(controller, args.host).start()]
+    print(f"UR controller emulator on {args.host}: RTDE 30004, Dashboard {args.dashboard_port}, script 30003",
+          flush=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -6,7 +6,7 @@ protocol-version ('V') and controller-version ('v') requests, output ('O', a fre
 variable list) and input ('I') recipe setups — one reply per request, nothing else in between, recipes numbered
 1, 2, ... per connection — start ('S') and pause ('P'), then streams data packages ('U': the recipe id and the
 variables, big-endian) at the requested frequency. Input packages ('U' from the client) are decoded by their
-recipe into ``inputs`` (the registers the control script reads come with the control issue's next step).
+recipe into ``inputs`` and handed to the controller (its emulated control script reads the registers).
 Unknown output variables are answered NOT_FOUND (the client then refuses to start, as with a real controller).
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ _INPUT_TYPES = {
               "standard_analog_output_mask", "standard_analog_output_type"),
     "UINT32": ("speed_slider_mask", "input_bit_registers0_to_31", "input_bit_registers32_to_63"),
     "DOUBLE": ("speed_slider_fraction", "standard_analog_output_0", "standard_analog_output_1"),
+    "VECTOR6D": ("external_force_torque",),
 }
 INPUT_TYPES = {name: t for t, names in _INPUT_TYPES.items() for name in names}
 _REGISTER = re.compile(r"(input|output)_(int|double)_register_(\d+)$")
@@ -211,6 +212,7 @@ class RTDEServer(socketserver.ThreadingTCPServer):
     def take_inputs(self, values: dict) -> None:
         with self._lock:
             self.inputs.update(values)
+        self.controller.take_inputs(values)
 
     def close(self) -> None:
         self.stopping = True

@@ -1,5 +1,11 @@
 """A UR e-Series controller's state, backed by a MuJoCo UR arm (the config's model: UR5e figures by default).
 
+The control script ur_rtde uploads (port 30003, ``script_server.py``) is not interpreted: its behaviour is
+emulated here (``_script_cycle``): the command in ``input_int_register_0`` with its arguments in the input
+registers, the handshake in ``output_int_register_0`` (1 ready, 2 done; realtime commands — servoJ, speedJ —
+are taken every cycle and keep it at 1), blocking commands (moveJ, servoStop, speedStop, stopJ, setWatchdog)
+answered 2 when done and 1 again once the client clears the command, stopScript ending the program.
+
 The emulator's servers (``rtde_server.py``, ``dashboard_server.py``) read and change this state; the arm is
 stepped in real time at the controller's 500 Hz (two 1 ms physics steps per cycle) on its own thread. Modes
 follow the controller's: POWER_OFF → (power on) IDLE with the brakes on → (brake release) RUNNING; a program is
@@ -36,6 +42,10 @@ STOPPING, STOPPED, PLAYING, PAUSING, PAUSED = range(5)
 JOINT_POWER_OFF, JOINT_RUNNING, JOINT_IDLE = 239, 253, 255
 VERSION = (5, 11, 1, 108318)  # what the controller reports (RTDE 'v', dashboard PolyscopeVersion)
 SERIAL = "20235500001"
+# the control script's commands (input_int_register_0) and handshake (output_int_register_0)
+NO_CMD, MOVEJ, SPEEDJ, SERVOJ, SPEED_STOP, SERVO_STOP, STOPJ, SET_WATCHDOG, STOP_SCRIPT = 0, 1, 9, 11, 15, 16, 34, 35, 255
+REALTIME = {SERVOJ, SPEEDJ}
+READY, DONE = 1, 2
 PERIOD = 0.002  # s: the e-Series controller's cycle
 
 
@@ -66,6 +76,18 @@ class URController:
         self._run = False
         self._thread = threading.Thread(target=self._loop, daemon=True, name="ur-controller")
         self._fid = self.rm.frame_id(self.cfg.tips[0])
+        self.out_int = [0] * 48  # output_int_register_N
+        self.out_double = [0.0] * 48
+        self.inputs: dict = {}  # input variables, the latest value each (the RTDE server writes them)
+        self.script = False  # the control script runs
+        self.unsupported: set = set()  # commands the emulated script does not know (answered done, remembered)
+        self._executing = NO_CMD
+        self._mode = "hold"  # hold | servo | speed | move
+        self._servo_q = np.zeros(self.n)
+        self._speed = np.zeros(self.n)
+        self._accel = 1.0
+        self._v = np.zeros(self.n)
+        self._move = None  # (t, q0, dq, T, ramp time, blocking)
         self._q = np.zeros(self.rm.model.nq)
 
     # ---- the arm ------------------------------------------------------------------------------------
@@ -84,6 +106,7 @@ class URController:
         while self._run:
             with self.lock:  # (while motion is not allowed the target stays where the arm was held)
                 self.cmd.velocity[:] = 0.0
+                self._script_cycle()
                 for _ in range(steps):
                     self.plant.write(self.cmd)
                 self.plant.read(self.state)
@@ -93,6 +116,105 @@ class URController:
                 time.sleep(delay)
             elif delay < -0.1:
                 nxt = time.monotonic()
+
+    # ---- the control script (emulated) ------------------------------------------------------------------
+    def start_script(self) -> bool:
+        """The control script arrived (port 30003): it runs if the arm may move."""
+        with self.lock:
+            if not self.moving_allowed():
+                return False
+            self.script, self.runtime_state = True, PLAYING
+            self.out_int[0] = READY
+            self._executing, self._mode = NO_CMD, "hold"
+            self._hold()
+            return True
+
+    def take_inputs(self, values: dict) -> None:
+        with self.lock:
+            self.inputs.update(values)
+
+    def _end_script(self) -> None:
+        self.script = False
+        self.runtime_state = STOPPED
+        self._mode = "hold"
+        self._hold()
+
+    def _doubles(self, k: int) -> np.ndarray:
+        return np.array([float(self.inputs.get(f"input_double_register_{i}", 0.0)) for i in range(k)])
+
+    def _script_cycle(self) -> None:
+        """One 2 ms cycle of the control script and of the motion it commands (under the lock)."""
+        if self.script and (self.runtime_state != PLAYING or not self.moving_allowed()):
+            self._end_script()  # a stop, a protective stop, an E-stop: the program ends
+        if self.script:
+            cmd = int(self.inputs.get("input_int_register_0", NO_CMD))
+            if cmd in REALTIME:
+                d = self._doubles(8)
+                if cmd == SERVOJ:
+                    self._servo_q[:] = d[:6]
+                    self._mode = "servo"
+                else:
+                    self._speed[:], self._accel = d[:6], max(d[6], 1e-3)
+                    if self._mode != "speed":
+                        self._v[:] = 0.0
+                    self._mode = "speed"
+                self.out_int[0] = READY
+            elif cmd == NO_CMD:
+                if self.out_int[0] == DONE:
+                    self.out_int[0] = READY
+                self._executing = NO_CMD
+            elif cmd == STOP_SCRIPT:
+                self._end_script()
+            elif cmd != self._executing:
+                self._executing = cmd
+                self._execute(cmd)
+        self._motion()
+
+    def _execute(self, cmd: int) -> None:
+        """A non-realtime command, once: done at once, or (a blocking moveJ) when its motion ends."""
+        if cmd == MOVEJ:
+            d = self._doubles(8)
+            q0 = self.cmd.position[:self.n].copy()
+            dq = d[:6] - q0
+            speed, accel = max(d[6], 1e-3), max(d[7], 1e-3)
+            dist = float(np.abs(dq).max())
+            ramp = min(speed / accel, np.sqrt(dist / accel))  # trapezoid (or triangle) on the largest move
+            T = 2.0 * ramp + max(dist - accel * ramp * ramp, 0.0) / speed if dist > 0 else 0.0
+            blocking = int(self.inputs.get("input_int_register_1", 0)) == 0
+            self._move = (0.0, q0, dq, T, ramp, blocking)
+            self._mode = "move"
+            if not blocking:
+                self.out_int[0] = DONE
+            return
+        if cmd in (SERVO_STOP, SPEED_STOP, STOPJ):
+            self._mode = "hold"
+            self._hold()
+        elif cmd != SET_WATCHDOG:
+            self.unsupported.add(cmd)
+        self.out_int[0] = DONE
+
+    def _motion(self) -> None:
+        n, target = self.n, self.cmd.position
+        if not self.moving_allowed():
+            return
+        if self._mode == "servo":
+            target[:n] = self._servo_q
+        elif self._mode == "speed":
+            step = self._accel * PERIOD
+            self._v += np.clip(self._speed - self._v, -step, step)
+            target[:n] += self._v * PERIOD
+            self.cmd.velocity[:n] = self._v
+        elif self._mode == "move":
+            t, q0, dq, T, ramp, blocking = self._move
+            t = min(t + PERIOD, T)
+            self._move = (t, q0, dq, T, ramp, blocking)
+            s = 1.0 if T <= 0 else _trapezoid(t, T, ramp)
+            target[:n] = q0 + s * dq
+            if t >= T:
+                self._mode = "hold"
+                if blocking and self._executing == MOVEJ:
+                    self.out_int[0] = DONE
+        np.clip(target[:n], self.cfg.limits.lower[:n], self.cfg.limits.upper[:n], out=target[:n])
 
     def moving_allowed(self) -> bool:
         return self.robot_mode == RUNNING and self.safety_mode in (NORMAL, REDUCED)
@@ -166,6 +288,7 @@ class URController:
             qd = self.state.velocity[:self.n].copy()
             tq = self.cmd.position[:self.n].copy()
             mode, smode, rstate, slider = self.robot_mode, self.safety_mode, self.runtime_state, self.speed_slider
+            ints, doubles = list(self.out_int), list(self.out_double)
         self.rm.to_pin(np.r_[q, np.zeros(len(self.cfg.all_joints) - self.n)], self._q)
         J = pin.computeFrameJacobian(self.rm.model, self.rm.data, self._q, self._fid, pin.LOCAL_WORLD_ALIGNED)
         x = self.rm.data.oMf[self._fid]
@@ -197,4 +320,18 @@ class URController:
             "robot_status_bits": (1 if powered else 0) | (2 if rstate == PLAYING else 0),
             "safety_status_bits": safety_bits, "ft_raw_wrench": zero6, "payload": 0.0,
             "payload_cog": np.zeros(3), "payload_inertia": zero6,
+            **{f"output_int_register_{i}": x for i, x in enumerate(ints)},
+            **{f"output_double_register_{i}": x for i, x in enumerate(doubles)},
         }
+
+
+def _trapezoid(t: float, T: float, ramp: float) -> float:
+    """Fraction of a move done at ``t`` of ``T`` with accelerating and braking phases of ``ramp`` s each."""
+    cruise = T - 2.0 * ramp
+    peak = 1.0 / (ramp + cruise) if ramp + cruise > 0 else 0.0  # (the area under the speed profile is 1)
+    if t < ramp:
+        return 0.5 * peak / ramp * t * t
+    if t < ramp + cruise:
+        return 0.5 * peak * ramp + peak * (t - ramp)
+    r = T - t
+    return 1.0 - 0.5 * peak / ramp * r * r if ramp > 0 else 1.0
