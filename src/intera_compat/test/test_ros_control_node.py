@@ -115,6 +115,7 @@ def jtas_goal(q0, q1, duration=2.0):
 def test_a_trajectory_only_arm_runs_whole_trajectories_and_refuses_streaming(jtc):
     client, js = jtc
     arm_goals = Latest("/pos_joint_traj_controller/follow_joint_trajectory/goal", FollowJointTrajectoryActionGoal)
+    assert wait_for(lambda: arm_goals.sub.get_num_connections() > 0, 10)  # (the bridge's goal publisher found)
     q0 = arm_positions(js)
     target = q0 + np.array([0.3, -0.2, 0.1, 0.3, 0.0, 0.2, 0.4])
     client.send_goal(jtas_goal(q0, target))
