@@ -8,12 +8,18 @@ RTDE data packages: clients time out)."""
 from __future__ import annotations
 
 import socketserver
-import threading
 
+from .tcp import ThreadedServer
 from .ur_controller import (PAUSED, PLAYING, ROBOT_MODE_NAMES, SAFETY_MODE_NAMES, SERIAL, VERSION, URController)
 
 PORT = 29999
 GREETING = "Connected: Universal Robots Dashboard Server"
+# commands whose reply is always the same (the controller's wording), by the command in lower case
+FIXED = {"get serial number": SERIAL, "get robot model": "UR5", "close safety popup": "closing safety popup",
+         "close popup": "closing popup", "restart safety": "Restarting safety", "quit": "Disconnected",
+         "shutdown": "Shutting down"}
+# ... and by the first word
+FIXED_VERB = {"popup": "showing popup", "addToLog": "Added log message"}
 
 
 class _Session(socketserver.StreamRequestHandler):
@@ -35,24 +41,12 @@ class _Session(socketserver.StreamRequestHandler):
         self.wfile.flush()
 
 
-class DashboardServer(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class DashboardServer(ThreadedServer):
     def __init__(self, controller: URController, host: str = "127.0.0.1", port: int = PORT, rtde=None):
         super().__init__((host, port), _Session)
         self.controller = controller
         self.rtde = rtde  # (the RTDE server, for its fault injection)
         self.remote_control = True
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def start(self) -> "DashboardServer":
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self.shutdown()
-        self.server_close()
 
     def _inject(self, what: str) -> str:
         c = self.controller
@@ -101,12 +95,12 @@ class DashboardServer(socketserver.ThreadingTCPServer):
             return f"{state} {c.program}"
         if low == "running":
             return f"Program running: {'true' if c.runtime_state == PLAYING else 'false'}"
+        if low in FIXED:
+            return FIXED[low]
+        if cmd in FIXED_VERB:
+            return FIXED_VERB[cmd]
         if low == "polyscopeversion":
             return f"URSoftware {version} (emulated)"
-        if low == "get serial number":
-            return SERIAL
-        if low == "get robot model":
-            return "UR5"
         if low == "is in remote control":
             return "true" if self.remote_control else "false"
         if low == "get loaded program":
@@ -116,22 +110,8 @@ class DashboardServer(socketserver.ThreadingTCPServer):
         if cmd == "load":
             c.program = arg
             return f"Loading program: {arg}"
-        if low == "close safety popup":
-            return "closing safety popup"
-        if low == "close popup":
-            return "closing popup"
-        if cmd == "popup":
-            return "showing popup"
-        if cmd == "addToLog":
-            return "Added log message"
-        if low == "restart safety":
-            return "Restarting safety"
         if cmd == "setUserRole":
             return f"Setting user role: {arg}"
-        if low == "quit":
-            return "Disconnected"
-        if low == "shutdown":
-            return "Shutting down"
         if cmd == "emulator":
             return self._inject(arg.lower())
         return f"could not understand: '{line}'"

@@ -18,6 +18,8 @@ import struct
 import threading
 import time
 
+from ..loop.scheduler import sleep_until_next
+from .tcp import ThreadedServer
 from .ur_controller import VERSION, URController
 
 PORT = 30004
@@ -157,7 +159,7 @@ class _Connection(socketserver.BaseRequestHandler):
             if self.closed:
                 return
             period = 1.0 / self.frequency
-            nxt = time.monotonic()
+            nxt = time.monotonic() + period
             while self.streaming.is_set() and not self.closed and not self.server.stopping:
                 if not self.server.silent:
                     out = ctl.outputs()
@@ -172,19 +174,11 @@ class _Connection(socketserver.BaseRequestHandler):
                         self._send(U, struct.pack(self.output_format, *values))
                     except OSError:
                         return
-                nxt += period
-                delay = nxt - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                elif delay < -0.1:
-                    nxt = time.monotonic()
+                nxt = sleep_until_next(nxt, period)
 
 
-class RTDEServer(socketserver.ThreadingTCPServer):
-    """``serve_forever`` on a thread; ``silent`` = fault injection: no data packages (the client times out)."""
-
-    daemon_threads = True
-    allow_reuse_address = True
+class RTDEServer(ThreadedServer):
+    """``silent`` = fault injection: no data packages (the client times out)."""
 
     def __init__(self, controller: URController, host: str = "127.0.0.1", port: int = PORT):
         super().__init__((host, port), _Connection)
@@ -194,11 +188,6 @@ class RTDEServer(socketserver.ThreadingTCPServer):
         self.inputs: dict = {}  # the latest value of every input variable any client wrote
         self._owners: dict = {}  # input variable → the connection that set it up
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def start(self) -> "RTDEServer":
-        self._thread.start()
-        return self
 
     def claim_inputs(self, conn, names) -> set:
         """Input variables another live connection owns (IN_USE); the rest become ``conn``'s."""
@@ -215,6 +204,5 @@ class RTDEServer(socketserver.ThreadingTCPServer):
         self.controller.take_inputs(values)
 
     def close(self) -> None:
-        self.stopping = True
-        self.shutdown()
-        self.server_close()
+        self.stopping = True  # (the streaming threads end with their connections)
+        super().close()

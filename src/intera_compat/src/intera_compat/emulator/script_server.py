@@ -3,8 +3,8 @@ that arrives (text with a ``def``) starts the controller's emulated control scri
 from __future__ import annotations
 
 import socketserver
-import threading
 
+from .tcp import ThreadedServer
 from .ur_controller import URController
 
 PORT = 30003
@@ -29,20 +29,8 @@ class _Session(socketserver.BaseRequestHandler):
                 text = b""
 
 
-class ScriptServer(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class ScriptServer(ThreadedServer):
     def __init__(self, controller: URController, host: str = "127.0.0.1", port: int = PORT):
         super().__init__((host, port), _Session)
         self.controller = controller
         self.scripts = 0
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def start(self) -> "ScriptServer":
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self.shutdown()
-        self.server_close()

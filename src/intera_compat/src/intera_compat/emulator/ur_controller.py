@@ -25,6 +25,7 @@ import pinocchio as pin
 from ..config import load_config
 from ..hardware.base import CommandMode, HardwareCommand, HardwareState
 from ..hardware.sim import SimPositionBackend
+from ..loop.scheduler import sleep_until_next
 from ..model.robot_model import RobotModel
 
 # robot_mode
@@ -102,7 +103,7 @@ class URController:
 
     def _loop(self) -> None:
         steps = max(1, int(round(PERIOD / self.plant.period)))
-        nxt = time.monotonic()
+        nxt = time.monotonic() + PERIOD
         while self._run:
             with self.lock:  # (while motion is not allowed the target stays where the arm was held)
                 self.cmd.velocity[:] = 0.0
@@ -110,12 +111,7 @@ class URController:
                 for _ in range(steps):
                     self.plant.write(self.cmd)
                 self.plant.read(self.state)
-            nxt += PERIOD
-            delay = nxt - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -0.1:
-                nxt = time.monotonic()
+            nxt = sleep_until_next(nxt, PERIOD)
 
     # ---- the control script (emulated) ------------------------------------------------------------------
     def start_script(self) -> bool:

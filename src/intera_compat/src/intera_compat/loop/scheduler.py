@@ -91,6 +91,18 @@ def keep_off_cpu(cpu: int) -> bool:
     return ok
 
 
+def sleep_until_next(deadline: float, period: float) -> float:
+    """Plain-sleep pacing for threads that are not the realtime loop (simulated arms, emulators, streams):
+    sleep until ``deadline``, return the next one a ``period`` later. After a stall of more than 0.1 s the
+    schedule restarts from now (the missed cycles are not replayed at full speed)."""
+    delay = deadline - time.monotonic()
+    if delay > 0.0:
+        time.sleep(delay)
+    elif delay < -0.1:
+        deadline = time.monotonic()
+    return deadline + period
+
+
 class Scheduler:
     """Deadline keeper. ``period`` is in wall seconds; ``period <= 0`` runs as fast as possible."""
 

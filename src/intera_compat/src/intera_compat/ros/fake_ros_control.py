@@ -36,6 +36,7 @@ from ..config import load_config
 from ..hardware.base import CommandMode, HardwareCommand, HardwareState
 from ..hardware.ros_control import RosControlSettings
 from ..hardware.sim import SimBackend, SimPositionBackend
+from ..loop.scheduler import sleep_until_next
 from ..model.robot_model import RobotModel
 
 
@@ -162,19 +163,14 @@ class FakeRosControl:
     def _run(self) -> None:
         dt = self.plant.period
         steps_per_sample = max(1, int(round(1.0 / (self.rate * dt))))
-        t_next = time.monotonic()
+        t_next = time.monotonic() + dt
         k = 0
         while not rospy.is_shutdown():
             self._step(dt)
             k += 1
             if k % steps_per_sample == 0 and not self.paused:
                 self._publish()
-            t_next += dt
-            delay = t_next - time.monotonic()
-            if delay > 0.0:
-                time.sleep(delay)
-            elif delay < -0.1:  # fell far behind (a stall): do not replay it at full speed
-                t_next = time.monotonic()
+            t_next = sleep_until_next(t_next, dt)
 
 
 class FakeTrajectoryController:
