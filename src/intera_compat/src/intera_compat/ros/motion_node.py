@@ -262,11 +262,17 @@ class MotionControllerNode:
 
     def _start_configuration(self, wait_for_rest: bool) -> np.ndarray:
         """Where a plan starts: the loop's setpoint (a trajectory handed to the loop must begin exactly there).
-        A motion starts from rest: wait up to REST_WAIT for the setpoint to stop (a stopping motion, another
-        command source), then refuse — a plan from a moving arm would leave the path it was checked on."""
+        A motion starts from rest: wait up to REST_WAIT for a recent arm state and for the setpoint to stop (a
+        stopping motion, another command source), then refuse — a plan from a moving arm would leave the path it was checked on."""
         end = time.monotonic() + REST_WAIT
         while True:
-            sea = self._arm_state()
+            try:
+                sea = self._arm_state()
+            except MotionError:  # (a node just started, or a loaded machine's stall: wait for it as for rest)
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.01)
+                continue
             if not wait_for_rest or max(map(abs, sea.commanded_velocity)) < REST_SPEED or self.interrupt:
                 break
             if time.monotonic() > end:
