@@ -22,6 +22,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def log_tail(path, lines: int = 60) -> str:
+    """The last lines of a process log (for a failure message: CI keeps no tmp files)."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError as e:
+        return f"(no log: {e})"
+
+
 def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
     if proc.poll() is not None:
         return
@@ -71,6 +80,7 @@ def launch(ros_master, tmp_path):
         p = subprocess.Popen(list(argv), env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
         procs.append((p, log))
+        p.log_path = log.name
         return p
 
     yield start
@@ -108,8 +118,10 @@ ROBOT_LAUNCHES = {
     "ros_control": ("ros_control.launch", "fake:=true", "rate:=50"),
     # a 6-axis arm (UR5e figures) behind the same interface: right_j0..right_j5, no head
     "ur5e": ("ros_control.launch", "fake:=true", "rate:=50", "arm:=ur5e"),
+    # a UR through ur_rtde (RTDE, dashboard, its control script) to the UR controller emulator on 127.0.0.1
+    "ur": ("ur_emulator.launch",),
 }
-ROBOT_JOINTS = {"sim": 7, "ros_control": 7, "ur5e": 6}  # arm joints each backend's launch exposes
+ROBOT_JOINTS = {"sim": 7, "ros_control": 7, "ur5e": 6, "ur": 6}  # arm joints each backend's launch exposes
 
 
 @pytest.fixture(params=sorted(ROBOT_LAUNCHES))
@@ -123,9 +135,14 @@ def _start_robot(launch, backend, *args):
     from ros_helpers import Latest
     from sensor_msgs.msg import JointState
 
-    launch("roslaunch", "intera_compat", *ROBOT_LAUNCHES[backend], "no_rt:=true", *args, log_name=f"{backend}.log")
+    proc = launch("roslaunch", "intera_compat", *ROBOT_LAUNCHES[backend], "no_rt:=true", *args,
+                  log_name=f"{backend}.log")
     js = Latest("/robot/joint_states", JointState)
-    js.wait(60)
+    if not js.event.wait(60):
+        js.close()
+        pytest.fail(f"nothing on /robot/joint_states 60 s after starting {backend}; its launch "
+                    f"{'exited with ' + str(proc.poll()) if proc.poll() is not None else 'still runs'}; "
+                    f"log tail:\n{log_tail(proc.log_path)}")
     js.backend = backend
     js.arm = [f"right_j{i}" for i in range(ROBOT_JOINTS[backend])]
     yield js

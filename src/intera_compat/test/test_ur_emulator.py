@@ -167,3 +167,30 @@ def test_a_protective_stop_ends_a_motion_and_the_program(running):
     assert np.abs(np.array(rr.getActualQ()) - q_stop).max() < 1e-3 and abs(q_stop[5] - q0[5]) < 1.2
     assert rr.isProtectiveStopped() and rr.getRuntimeState() == 1
     assert not rc.servoJ(list(q_stop), 0.5, 0.5, 0.008, 0.1, 300)  # the program ended with the stop
+
+
+def test_the_rtde_watchdog_stops_the_program_when_the_client_goes_quiet(running):
+    rc, rr, _ = running
+    assert rc.setWatchdog(20.0)
+    for _ in range(50):  # kicked at 50 Hz: the program runs on
+        rc.kickWatchdog()
+        time.sleep(0.02)
+    assert rr.getRuntimeState() == 2
+    time.sleep(0.3)  # quiet for 6 of its periods: the controller stops the program (the arm holds)
+    assert rr.getRuntimeState() == 1 and not rc.isProgramRunning()
+
+
+def test_the_speed_slider_slows_the_controllers_own_motion_and_is_reported(running):
+    rc, rr, db = running
+    q0 = np.array(rr.getActualQ())
+    inject(db, "slider 0.5")
+    time.sleep(0.05)  # (the next data package)
+    assert rr.getTargetSpeedFraction() == pytest.approx(0.5)
+    assert rc.speedJ([0.2, 0, 0, 0, 0, 0], 1.0, 0.0)
+    time.sleep(1.0)
+    assert rr.getActualQd()[0] == pytest.approx(0.1, abs=0.01)  # half the commanded speed
+    inject(db, "slider 0")
+    time.sleep(0.5)
+    assert abs(rr.getActualQd()[0]) < 1e-3 and rr.getActualQ()[0] > q0[0]  # stopped where it got to, not aborted
+    assert rc.isProgramRunning()
+    assert rc.speedStop()

@@ -4,7 +4,7 @@ Replies are the controller's wording; what ur_rtde checks exactly: ``docs/ur_rtd
 
 Fault injection (the emulator's own commands, which a real controller would not understand): ``emulator
 protective stop``, ``emulator estop on|off`` (the robot's E-stop button), ``emulator rtde silent on|off`` (no
-RTDE data packages: clients time out)."""
+RTDE data packages: clients time out), ``emulator slider F`` (the teach pendant's speed slider, 0..1)."""
 from __future__ import annotations
 
 import socketserver
@@ -56,6 +56,11 @@ class DashboardServer(ThreadedServer):
             c.emergency_stop(what.endswith("on"))
         elif what in ("rtde silent on", "rtde silent off") and self.rtde is not None:
             self.rtde.silent = what.endswith("on")
+        elif what.startswith("slider "):
+            try:
+                c.set_speed_slider(float(what.split()[1]))
+            except ValueError:
+                return f"could not understand: 'emulator {what}'"
         else:
             return f"could not understand: 'emulator {what}'"
         return f"emulator: {what}"

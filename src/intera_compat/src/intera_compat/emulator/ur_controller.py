@@ -90,6 +90,9 @@ class URController:
         self._v = np.zeros(self.n)
         self._move = None  # (t, q0, dq, T, ramp time, blocking)
         self._q = np.zeros(self.rm.model.nq)
+        self.watchdog_hz = 0.0  # setWatchdog: the program stops when input_int_register_0 is not written this often
+        self._last_input = time.monotonic()  # when the client last wrote input_int_register_0
+        self.watchdog_trips = 0
 
     # ---- the arm ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -126,11 +129,23 @@ class URController:
             return True
 
     def take_inputs(self, values: dict) -> None:
+        """One input data package (the RTDE server decoded it): the control script's registers, or
+        RTDEIOInterface's (its speed slider)."""
         with self.lock:
             self.inputs.update(values)
+            if "input_int_register_0" in values:
+                self._last_input = time.monotonic()
+            if int(values.get("speed_slider_mask", 0)) & 1:
+                self.set_speed_slider(float(values.get("speed_slider_fraction", 1.0)))
+
+    def set_speed_slider(self, fraction: float) -> None:
+        """The teach pendant's speed slider (0..1): the controller runs every motion at this fraction."""
+        with self.lock:
+            self.speed_slider = min(max(fraction, 0.0), 1.0) if np.isfinite(fraction) else self.speed_slider
 
     def _end_script(self) -> None:
         self.script = False
+        self.watchdog_hz = 0.0
         self.runtime_state = STOPPED
         self._mode = "hold"
         self._hold()
@@ -142,6 +157,10 @@ class URController:
         """One 2 ms cycle of the control script and of the motion it commands (under the lock)."""
         if self.script and (self.runtime_state != PLAYING or not self.moving_allowed()):
             self._end_script()  # a stop, a protective stop, an E-stop: the program ends
+        if self.script and self.watchdog_hz > 0 and time.monotonic() - self._last_input > 1.0 / self.watchdog_hz:
+            self.watchdog_trips += 1
+            self.watchdog_hz = 0.0
+            self._end_script()  # the RTDE watchdog's "stop" action: the program stops, the arm holds
         if self.script:
             cmd = int(self.inputs.get("input_int_register_0", NO_CMD))
             if cmd in REALTIME:
@@ -185,7 +204,10 @@ class URController:
         if cmd in (SERVO_STOP, SPEED_STOP, STOPJ):
             self._mode = "hold"
             self._hold()
-        elif cmd != SET_WATCHDOG:
+        elif cmd == SET_WATCHDOG:
+            self.watchdog_hz = max(float(self.inputs.get("input_double_register_0", 0.0)), 0.0)
+            self._last_input = time.monotonic()
+        else:
             self.unsupported.add(cmd)
         self.out_int[0] = DONE
 
@@ -197,12 +219,12 @@ class URController:
             target[:n] = self._servo_q
         elif self._mode == "speed":
             step = self._accel * PERIOD
-            self._v += np.clip(self._speed - self._v, -step, step)
+            self._v += np.clip(self._speed * self.speed_slider - self._v, -step, step)
             target[:n] += self._v * PERIOD
             self.cmd.velocity[:n] = self._v
         elif self._mode == "move":
             t, q0, dq, T, ramp, blocking = self._move
-            t = min(t + PERIOD, T)
+            t = min(t + PERIOD * self.speed_slider, T)
             self._move = (t, q0, dq, T, ramp, blocking)
             s = 1.0 if T <= 0 else _trapezoid(t, T, ramp)
             target[:n] = q0 + s * dq
@@ -281,6 +303,7 @@ class URController:
         """The RTDE output variables this controller has values for (a snapshot)."""
         with self.lock:
             q = self.state.position[:self.n].copy()
+            wrench = self.state.wrench.copy()
             qd = self.state.velocity[:self.n].copy()
             tq = self.cmd.position[:self.n].copy()
             mode, smode, rstate, slider = self.robot_mode, self.safety_mode, self.runtime_state, self.speed_slider
@@ -295,14 +318,14 @@ class URController:
         safety_bits = 1 << 0 if smode == NORMAL else 1 << (smode - 1)
         if smode in (SYSTEM_EMERGENCY_STOP, ROBOT_EMERGENCY_STOP):
             safety_bits |= 1 << 7
-        scaling = slider if rstate == PLAYING else 0.0
+        scaling = 1.0 if rstate == PLAYING else 0.0  # (the trajectory limiter's own; the slider is apart)
         zero6 = np.zeros(6)
         return {
             "timestamp": time.monotonic() - self.t0,
             "target_q": tq, "target_qd": zero6, "target_qdd": zero6, "target_current": zero6,
             "target_moment": zero6, "actual_q": q, "actual_qd": qd, "actual_current": zero6,
             "actual_current_as_torque": zero6, "joint_control_output": zero6,
-            "actual_TCP_pose": pose, "actual_TCP_speed": speed, "actual_TCP_force": zero6,
+            "actual_TCP_pose": pose, "actual_TCP_speed": speed, "actual_TCP_force": wrench,
             "target_TCP_pose": pose, "target_TCP_speed": speed, "actual_digital_input_bits": 0,
             "actual_digital_output_bits": 0, "joint_temperatures": np.full(6, 30.0),
             "actual_execution_time": 0.2, "robot_mode": mode,

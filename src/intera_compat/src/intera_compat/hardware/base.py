@@ -14,6 +14,8 @@ preallocated records, so a backend allocates nothing per cycle. Arrays are in co
   when it is disabled or stopped (E-stop, fault, set_super_stop); both default to ``brake()``: hold still with
   the arm's own means (a torque arm has none: the loop's brake source holds it with torques, and keeps calling
   ``write``). Until ``enable()`` again, a backend that brakes itself ignores the commands it is given.
+* **Reset / ready**: ``reset()`` on ``/robot/set_super_reset`` clears what the arm's controller latched;
+  ``ready()`` False keeps an enabled robot from commanding an arm that is still being powered up.
 * **Faults**: ``read`` sets ``state.fault`` (``safety/faults.py``: link lost, protective stop, hardware E-stop,
   controller error; 0 none) and ``state.fault_joint``; any fault stops the robot (error + stopped) until a
   reset, and nothing moves on reconnect until reset + enable.
@@ -136,6 +138,16 @@ class Backend(abc.ABC):
     def stop(self) -> None:
         """A stop (E-stop, fault, set_super_stop): stop now. Default: ``brake``."""
         self.brake()
+
+    def reset(self) -> None:
+        """The robot was reset (``/robot/set_super_reset``): clear what the arm's controller latched (a protective
+        stop, a stopped program) so that it can be enabled again; must not block the cycle (work that takes
+        longer runs beside it, and ``read`` keeps reporting a fault that remains once it is done)."""
+
+    def ready(self) -> bool:
+        """The arm executes commands now (False while it is powered up or its program started after ``enable``:
+        the robot is reported enabled once it is). Called every cycle."""
+        return True
 
     # ---- trajectory-only arms --------------------------------------------------------------------------
     def submit(self, t, q, v, a) -> bool:

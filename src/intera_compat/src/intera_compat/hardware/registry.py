@@ -11,6 +11,7 @@ from ..model.robot_model import RobotModel
 from .base import Backend
 from .ros_control import RosControlBackend
 from .sim import SimBackend, SimPositionBackend
+from .ur import URBackend
 
 
 def _sim(cls):
@@ -30,6 +31,7 @@ BACKENDS = {
     "sim": (SimBackend, _sim(SimBackend)),  # the MuJoCo Sawyer, joint torques, lockstep
     "sim_position": (SimPositionBackend, _sim(SimPositionBackend)),  # the same arm behind a position interface
     "ros_control": (RosControlBackend, lambda rm, options: RosControlBackend(rm, options)),  # Gazebo, UR driver
+    "ur": (URBackend, lambda rm, options: URBackend(rm, options)),  # a UR through ur_rtde (RTDE, dashboard)
 }
 
 

@@ -26,7 +26,7 @@ from ..model.robot_model import RobotModel
 from ..safety.base import SafetyChain, SafetyContext
 from ..safety.collision_avoidance import CollisionAvoidance
 from ..safety.collision_detection import CollisionDetection
-from ..safety.faults import FAULT_CONTROLLER_ERROR
+from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
 from ..safety.joint_limits import JointLimits, relaxed_range
@@ -169,6 +169,8 @@ class LoopCycle:
         self._forwarded = 0.0  # the id of the trajectory the arm runs (0: none)
         self._forward_stopping = False
         self._backend_active = None  # the first cycle tells the backend the robot's state
+        self._arm_ready = True  # Backend.ready(): the arm executes commands (an arm being powered up does not)
+        self._hw_estop = False  # the robot's E-stop state follows the arm's hardware E-stop while it is pressed
         self.interaction_engaged = False
         self.interaction_failures = 0  # cycles whose interaction torque was not finite (the arm held instead)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
@@ -230,8 +232,15 @@ class LoopCycle:
         return self.now - last < self.suppress_timeout and last - self.suppress_prev[key] < self.suppress_timeout
 
     @property
-    def robot_active(self) -> bool:
+    def robot_wanted(self) -> bool:
+        """Enabled and not stopped: what the backend is told (``enable`` / ``disable`` / ``stop``)."""
         return self.robot.enabled and not self.robot.stopped
+
+    @property
+    def robot_active(self) -> bool:
+        """Enabled, not stopped, and the arm ready for commands (an arm the backend is still powering up or
+        starting its program on is not: the robot reports itself enabled once it is)."""
+        return self.robot.enabled and not self.robot.stopped and self._arm_ready
 
     def _command(self, now: float) -> None:
         if not self.robot_active or self.estop_hold.on or self.zero_g.engaged():
@@ -302,6 +311,7 @@ class LoopCycle:
             elif kind == MSG_RESET:
                 if robot.reset():
                     self.fault_code, self.fault_joint = 0, -1
+                    self.backend.reset()
             elif kind == MSG_ESTOP:
                 robot.press_estop() if msg[0] > 0.5 else robot.release_estop()
             elif kind == MSG_TRAJ_EXECUTE:
@@ -532,9 +542,18 @@ class LoopCycle:
         o[0], o[1], o[2] = code, joint, self.now
         self.ch.from_loop.push(MSG_FAULT, o[:3])
 
+    def _hardware_estop(self, pressed: bool) -> None:
+        """The arm's own E-stop button is the robot's (``estop_button`` pressed, then released: still stopped
+        until a reset)."""
+        if pressed and not self._hw_estop:
+            self.robot.press_estop()
+        elif self._hw_estop and not pressed:
+            self.robot.release_estop()
+        self._hw_estop = pressed
+
     def _robot_edge(self) -> None:
         """The robot became enabled, or disabled / stopped: tell the backend (its drives, its brakes)."""
-        self._backend_active = active = self.robot_active
+        self._backend_active = active = self.robot_wanted
         if active:
             self.backend.enable()
         elif self.robot.stopped:
@@ -592,11 +611,13 @@ class LoopCycle:
         # validated by the listener)
         self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0)
                                  * self.ch.control.local.speed_override[0])
+        self._arm_ready = self.backend.ready()
         code = chain.on_state(hw)  # repairs a broken measurement before anything reads it
         if code:
             self._fault(code, chain.fault_joint)  # stopped now: this cycle already brakes
         elif hw.fault:  # the arm's own: link lost, protective stop, hardware E-stop, controller error
             self._fault(hw.fault, hw.fault_joint)
+        self._hardware_estop(hw.fault == FAULT_HARDWARE_ESTOP)
         if not self.initialised:
             self._admit_measured()
             sp.q[:] = hw.position
@@ -651,7 +672,7 @@ class LoopCycle:
             code, joint = out_code, chain.fault_joint
         if code:
             self._fault(code, joint)
-        if self.robot_active != self._backend_active:
+        if self.robot_wanted != self._backend_active:
             self._robot_edge()
         if self._forwarding:
             self._forward()
@@ -711,7 +732,8 @@ class LoopCycle:
         self._o_traj[:] = t.sample
         rec.local.cmd_effort[:] = self.adapter.command.effort
         self._o_flags[:] = (  # _FLAG_FIELDS, in that order
-            r.enabled, r.stopped, r.error, r.estop_button, r.estop_source, r.ready, r.homed, not sp.gravity,
+            r.enabled and self._arm_ready, r.stopped, r.error, r.estop_button, r.estop_source,
+            r.ready and self._arm_ready, r.homed, not sp.gravity,
             t.speed, self.fault_code, self.fault_joint, cnt["faults"],
             t.traj_id, t.state, t.time, t.traj.duration, t.segment, t.error, t.applied_scaling,
             cnt["commands"], cnt["superseded"], cnt["ignored"], cnt["timeouts"],

@@ -99,6 +99,9 @@ class RealtimeLoopNode:
             self.bridge = RosControlBridge(cfg, rospy.get_param("~ros_control_interface", ""),
                                            float(rospy.get_param("~ros_control_rate", 0.0)))
             options, fds = self.bridge.link, self.bridge.child_fds
+        elif backend == "ur":  # launch arguments over the config's ur section ("" / 0: the config's)
+            options = {k: rospy.get_param(f"~ur_{k}", "") for k in ("robot_ip", "rate", "link_timeout")}
+            options = {k: v for k, v in options.items() if v not in ("", 0, 0.0)}
         self.caps = declared_capabilities(backend, cfg, options)
         self._refused_modes: set = set()
         self.read_fd, write_fd = os.pipe()
@@ -309,7 +312,11 @@ class RealtimeLoopNode:
             except OSError:
                 return
             if k == 0:  # loop process gone
-                rospy.logerr("realtime loop process exited")
+                try:
+                    code = self.proc.wait(2)
+                except subprocess.TimeoutExpired:
+                    code = "unknown (still running, pipe closed)"
+                rospy.logerr(f"realtime loop process exited (exit code {code})")
                 rospy.signal_shutdown("realtime loop process exited")
                 return
             flags = 0

@@ -18,7 +18,8 @@ import numpy as np
 from ..config import RobotConfig
 from ..loop.channel import Channel
 from ..loop.layouts import MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
-from ..sources.trajectory import (END_ACCEL, END_SPEED, MAX_KP, REASONS, STATUS_NAMES, TRACK_FEEDFORWARD,
+from ..safety.faults import describe
+from ..sources.trajectory import (END_ACCEL, END_SPEED, MAX_KP, R_FAULT, REASONS, STATUS_NAMES, TRACK_FEEDFORWARD,
                                   TRACK_POSITION, TRACK_VELOCITY)
 from .spline import limit_violation
 
@@ -33,6 +34,7 @@ class TrajectoryResult:
     status: int  # sources.trajectory SUCCEEDED / CANCELLED / PREEMPTED / ABORTED / REJECTED
     reason: int
     joint: str
+    detail: str = ""  # what the loop said of the fault that ended it (reason R_FAULT)
 
     @property
     def name(self) -> str:
@@ -41,7 +43,8 @@ class TrajectoryResult:
     @property
     def message(self) -> str:
         why = REASONS.get(self.reason, "")
-        return f"{self.name}" + (f": {why}" if why else "") + (f" ({self.joint})" if self.joint else "")
+        return (f"{self.name}" + (f": {why}" if why else "") + (f" ({self.joint})" if self.joint else "")
+                + (f": {self.detail}" if self.detail else ""))
 
 
 @dataclass
@@ -67,6 +70,7 @@ class TrajectoryClient:
         self._ids = itertools.count(1)
         self.results: dict[int, TrajectoryResult] = {}
         self.faults: list = []  # (code, joint index, loop time)
+        self._faults_told = 0  # faults already named in a result
         self._buf = np.zeros(64)
 
     def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None,
@@ -170,8 +174,14 @@ class TrajectoryClient:
             if ring.kind == MSG_TRAJ_RESULT:
                 j = int(buf[3])
                 tid = int(buf[0])
-                self.results[tid] = TrajectoryResult(tid, int(buf[1]), int(buf[2]),
-                                                     self.names[j] if 0 <= j < len(self.names) else "")
+                reason = int(buf[2])
+                detail = ""
+                if reason == R_FAULT and len(self.faults) > self._faults_told:  # (a fault comes before the
+                    self._faults_told = len(self.faults)  # results it ends; each is told once)
+                    code, fj, _ = self.faults[-1]
+                    detail = describe(code, self.names[fj] if 0 <= fj < len(self.names) else "")
+                self.results[tid] = TrajectoryResult(tid, int(buf[1]), reason,
+                                                     self.names[j] if 0 <= j < len(self.names) else "", detail)
             elif ring.kind == MSG_FAULT:
                 self.faults.append((int(buf[0]), int(buf[1]), float(buf[2])))
 

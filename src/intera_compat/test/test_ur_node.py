@@ -1,0 +1,160 @@
+"""ur_emulator.launch: the UR backend through the real ur_rtde client to the UR controller emulator on 127.0.0.1 —
+JTAS goals under the teach pendant's speed slider (0 pauses, not aborts), a protective stop mid-motion (stopped +
+error, the goal aborted with a message, reset recovers), the robot's E-stop button, a silent RTDE link, and the
+RTDE watchdog kept fed while the robot is disabled. (The Limb-level suite runs against it too: conftest "ur".)"""
+import socket
+import time
+
+import actionlib
+import numpy as np
+import pytest
+import rospy
+from actionlib_msgs.msg import GoalStatus
+from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult
+from geometry_msgs.msg import PoseStamped
+from intera_core_msgs.msg import RobotAssemblyState
+from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
+                                    WaypointOptions)
+from ros_helpers import Latest, arm_positions, publisher, wait_for
+from std_msgs.msg import Bool, Empty
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+pytestmark = pytest.mark.node
+ARM6 = [f"right_j{i}" for i in range(6)]
+R = FollowJointTrajectoryResult
+
+
+def dashboard(*commands: str) -> list[str]:
+    """Lines sent to the emulator's dashboard (29999), its replies."""
+    with socket.create_connection(("127.0.0.1", 29999), timeout=5) as s:
+        f = s.makefile("rw")
+        f.readline()  # greeting
+        replies = []
+        for c in commands:
+            f.write(c + "\n")
+            f.flush()
+            replies.append(f.readline().strip())
+        return replies
+
+
+@pytest.fixture
+def ur(robot_ur):
+    """(JTAS client, joint_states, /robot/state) of ur_emulator.launch, the robot enabled."""
+    js = robot_ur
+    state = Latest("/robot/state", RobotAssemblyState)
+    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
+    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    yield client, js, state
+    state.close()
+
+
+@pytest.fixture
+def robot_ur(launch):
+    from conftest import _start_robot
+    yield from _start_robot(launch, "ur")
+
+
+def goal(q0, dq, duration):
+    g = FollowJointTrajectoryGoal()
+    g.trajectory.joint_names = ARM6
+    for s in (0.0, 0.5, 1.0):
+        t = s * duration
+        g.trajectory.points.append(JointTrajectoryPoint(positions=list(q0 + s * dq),
+                                                        time_from_start=rospy.Duration.from_sec(t)))
+    return g
+
+
+def reset_and_enable(state):
+    reset = publisher("/robot/set_super_reset", Empty)
+    assert wait_for(lambda: not state.msg.stopped, 10, period=0.2, every=lambda: reset.publish())
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: state.msg.enabled, 15, period=0.2, every=lambda: enable.publish(True))
+
+
+def test_the_speed_slider_pauses_a_jtas_goal_and_resuming_finishes_it(ur):
+    client, js, _ = ur
+    q0 = arm_positions(js)
+    dq = np.array([0.4, 0.0, 0.0, 0.0, 0.0, 0.3])
+    client.send_goal(goal(q0, dq, 3.0))
+    time.sleep(1.2)
+    assert dashboard("emulator slider 0") == ["emulator: slider 0"]
+    time.sleep(0.5)
+    q_paused = arm_positions(js)
+    time.sleep(2.5)  # longer than the goal's own duration: paused, not aborted
+    assert np.abs(arm_positions(js) - q_paused).max() < 2e-3
+    assert client.get_state() == GoalStatus.ACTIVE
+    assert 0.05 < (q_paused - q0)[0] < 0.38
+    dashboard("emulator slider 1")
+    assert client.wait_for_result(rospy.Duration(20))
+    res = client.get_result()
+    assert (client.get_state(), res.error_code) == (GoalStatus.SUCCEEDED, R.SUCCESSFUL), res.error_string
+    assert np.abs(arm_positions(js) - (q0 + dq)).max() < 0.01
+
+
+def test_the_motion_controller_moves_the_ur_as_go_to_joint_angles_does(ur):
+    _, js, _ = ur
+    client = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
+    assert client.wait_for_server(rospy.Duration(30))
+    q0 = arm_positions(js)
+    target = q0 + np.array([0.3, -0.2, 0.2, 0.0, 0.3, -0.4])
+    wpo = WaypointOptions(label="default", max_joint_speed_ratio=0.5, max_joint_accel=[5.0] * 6,
+                          max_linear_speed=0.6, max_linear_accel=0.6, max_rotational_speed=1.57,
+                          max_rotational_accel=1.57)
+    goal = MotionCommandGoal(command="start", trajectory=Trajectory(
+        label="go_to_joint_angles", joint_names=ARM6, trajectory_options=TrajectoryOptions(interpolation_type="JOINT"),
+        waypoints=[Waypoint(joint_positions=list(q), active_endpoint="right_hand", pose=PoseStamped(), options=wpo)
+                   for q in (q0, target)]))
+    client.send_goal(goal)
+    assert client.wait_for_result(rospy.Duration(30))
+    assert client.get_result().result, client.get_result().errorId
+    assert np.abs(arm_positions(js) - target).max() < 0.01
+
+
+def test_a_protective_stop_mid_motion_stops_with_an_error_aborts_the_goal_and_reset_recovers(ur):
+    client, js, state = ur
+    q0 = arm_positions(js)
+    dq = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    client.send_goal(goal(q0, dq, 4.0))
+    time.sleep(1.5)
+    dashboard("emulator protective stop")
+    assert client.wait_for_result(rospy.Duration(10))
+    res = client.get_result()
+    assert client.get_state() == GoalStatus.ABORTED and res.error_code == R.PATH_TOLERANCE_VIOLATED
+    assert "protective stop" in res.error_string, res.error_string
+    assert wait_for(lambda: state.msg.stopped and state.msg.error and not state.msg.enabled, 3)
+    q_stop = arm_positions(js)
+    assert 0.05 < q_stop[5] - q0[5] < 0.9  # stopped on the way
+    time.sleep(0.5)
+    assert np.abs(arm_positions(js) - q_stop).max() < 1e-3
+    reset_and_enable(state)
+    assert dashboard("safetymode", "programState") == ["Safetymode: NORMAL", "PLAYING <unnamed>"]
+    client.send_goal(goal(q_stop, q0 - q_stop, 2.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL
+    assert np.abs(arm_positions(js) - q0).max() < 0.01
+
+
+def test_estop_button_silent_link_and_the_watchdog_while_disabled(ur):
+    _, js, state = ur
+    # the arm's E-stop is the robot's button: pressed, released, then reset + enable (the arm is powered up again)
+    dashboard("emulator estop on")
+    assert wait_for(lambda: state.msg.stopped and state.msg.estop_button == RobotAssemblyState.ESTOP_BUTTON_PRESSED,
+                    3)
+    dashboard("emulator estop off")
+    assert wait_for(lambda: state.msg.estop_button == RobotAssemblyState.ESTOP_BUTTON_RELEASED, 3)
+    reset_and_enable(state)
+    assert dashboard("robotmode") == ["Robotmode: RUNNING"]
+    # no RTDE data for a while: the link is lost (stopped + error); it comes back, reset + enable
+    dashboard("emulator rtde silent on")
+    assert wait_for(lambda: state.msg.stopped and state.msg.error, 3)
+    dashboard("emulator rtde silent off")
+    reset_and_enable(state)
+    # disabled, nothing is streamed, but the watchdog is kicked: the control script runs on
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: not state.msg.enabled, 5, period=0.2, every=lambda: enable.publish(False))
+    time.sleep(1.0)  # 10 watchdog periods
+    assert dashboard("programState") == ["PLAYING <unnamed>"]
+    assert wait_for(lambda: state.msg.enabled, 5, period=0.2, every=lambda: enable.publish(True))
+    q0 = arm_positions(js)
+    assert np.isfinite(q0).all()
