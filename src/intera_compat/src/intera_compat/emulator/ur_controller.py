@@ -48,6 +48,7 @@ NO_CMD, MOVEJ, SPEEDJ, SERVOJ, SPEED_STOP, SERVO_STOP, STOPJ, SET_WATCHDOG, STOP
 REALTIME = {SERVOJ, SPEEDJ}
 READY, DONE = 1, 2
 PERIOD = 0.002  # s: the e-Series controller's cycle
+UNLOCK_DELAY = 5.0  # s after a protective stop before it may be unlocked
 
 
 def default_config() -> str:
@@ -93,6 +94,7 @@ class URController:
         self.watchdog_hz = 0.0  # setWatchdog: the program stops when input_int_register_0 is not written this often
         self._last_input = time.monotonic()  # when the client last wrote input_int_register_0
         self.watchdog_trips = 0
+        self._protective_since = 0.0
 
     # ---- the arm ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -277,11 +279,13 @@ class URController:
         """Fault injection: a protective stop (the arm holds, the program stops)."""
         with self.lock:
             self.safety_mode, self.runtime_state = PROTECTIVE_STOP, STOPPED
+            self._protective_since = time.monotonic()
             self._hold()
 
     def unlock_protective_stop(self) -> bool:
+        """Refused, as by the controller, until ``UNLOCK_DELAY`` after the stop."""
         with self.lock:
-            if self.safety_mode != PROTECTIVE_STOP:
+            if self.safety_mode != PROTECTIVE_STOP or time.monotonic() - self._protective_since < UNLOCK_DELAY:
                 return False
             self.safety_mode = NORMAL
             return True

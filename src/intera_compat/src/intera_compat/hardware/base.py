@@ -66,6 +66,7 @@ class HardwareState:
     speed_scaling: float = 1.0
     fault: int = 0  # safety/faults.py code the backend reports (0: none)
     fault_joint: int = -1  # the joint it concerns (-1: the arm)
+    estop: bool = False  # the arm's own E-stop is pressed (the robot's E-stop button follows it)
 
     @classmethod
     def zeros(cls, n: int) -> "HardwareState":

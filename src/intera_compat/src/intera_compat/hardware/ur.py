@@ -14,13 +14,23 @@ arm); ``DashboardClient`` powers the arm on, releases its brakes and unlocks pro
   fault or violation, or — while enabled — the arm leaving RUNNING or its program leaving PLAYING (stopped on
   the pendant, the watchdog) → controller error.
 * Enable: an arm that is powered off or braked is powered on and its brakes released (``power_on``), then the
-  control script is (re)started; this runs beside the loop (``_Worker``: ur_rtde releases the GIL while it
-  waits) and the robot reports itself enabled once the arm executes commands (``ready``). Reset: unlock a
-  protective stop on the dashboard, then restart the control script.
+  control script is (re)started (uploading it stops whatever program the robot ran); this runs beside the loop
+  (``_Worker``: ur_rtde releases the GIL while it waits) and the robot reports itself enabled once the arm
+  executes commands (``ready``). A disable or stop cancels a power-up under way (between its steps). Reset:
+  reconnect a lost link, unlock a protective stop on the dashboard (retried until the controller's 5 s rule
+  allows it), then restart the control script. A chore that fails is a controller error, its text printed.
+* A program paused on the teach pendant: the arm is not ready (nothing is streamed, commands are ignored; a
+  trajectory ends) until it plays again. In ``interface: velocity`` the controller scales speedJ by the slider
+  as well as the loop's time base does: the loop's position feedback makes up the difference (with some lag).
+* Threads: the loop's thread calls ``wait`` / ``read`` / ``write``; the worker owns the slow calls. The control
+  interface is used by one of them at a time (``ctrl_lock``; the loop never waits for it: a cycle that finds it
+  taken sends nothing) and the receive interface is swapped on reconnect under ``recv_lock`` (a cycle that finds
+  it taken reports the link lost, which it is).
 """
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,9 +42,15 @@ from ..safety.faults import (FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT
 from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
 
 # the controller's numbers (RTDE robot_mode, safety_mode, runtime_state)
-ROBOT_POWER_OFF, ROBOT_IDLE, ROBOT_RUNNING = 3, 5, 7
+ROBOT_POWER_OFF, ROBOT_POWER_ON, ROBOT_IDLE, ROBOT_RUNNING = 3, 4, 5, 7
+ROBOT_BOOTING = 2
 SAFETY_NORMAL, SAFETY_REDUCED, SAFETY_PROTECTIVE_STOP, SAFETY_SAFEGUARD_STOP = 1, 2, 3, 5
 SAFETY_SYSTEM_ESTOP, SAFETY_ROBOT_ESTOP, SAFETY_VIOLATION, SAFETY_FAULT = 6, 7, 8, 9
+SAFETY_AUTOMATIC_MODE_SAFEGUARD_STOP, SAFETY_THREE_POSITION_ENABLING_STOP = 12, 13
+SAFETY_OK = (SAFETY_NORMAL, SAFETY_REDUCED)
+SAFETY_ESTOPS = (SAFETY_SYSTEM_ESTOP, SAFETY_ROBOT_ESTOP)
+SAFETY_STOPS = (SAFETY_PROTECTIVE_STOP, SAFETY_SAFEGUARD_STOP, SAFETY_AUTOMATIC_MODE_SAFEGUARD_STOP,
+                SAFETY_THREE_POSITION_ENABLING_STOP)  # (anything else but NORMAL / REDUCED: a controller error)
 RUNTIME_STOPPED, RUNTIME_PLAYING, RUNTIME_PAUSING, RUNTIME_PAUSED = 1, 2, 3, 4
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY}
 # what the loop reads from the arm (RTDEReceiveInterface's output recipe)
@@ -89,21 +105,23 @@ class URSettings:
         return frozenset(caps)
 
 
+class _Cancelled(Exception):
+    """A chore overtaken by a disable, stop or reset (not an error)."""
+
+
 class _Worker:
     """Runs the arm's slow chores (power on, brake release, protective stop unlock, script upload) one after
-    another beside the loop; ``busy`` while one is queued or running, ``error`` what the last one failed of."""
+    another beside the loop. A failure is latched with a sequence number (``failures``, ``last_error``) until the
+    backend has seen it; a later success does not wipe it."""
 
     def __init__(self):
         self.jobs: queue.Queue = queue.Queue()
-        self.busy = 0
-        self.error = ""
-        self._lock = threading.Lock()
+        self.failures = 0
+        self.last_error = ""
         self._thread = threading.Thread(target=self._run, daemon=True, name="ur-chores")
         self._thread.start()
 
     def post(self, job) -> None:
-        with self._lock:
-            self.busy += 1
         self.jobs.put(job)
 
     def _run(self) -> None:
@@ -113,15 +131,23 @@ class _Worker:
                 return
             try:
                 job()
-                self.error = ""
-            except Exception as e:  # (reported as a controller error by the backend, with this text logged)
-                self.error = f"{getattr(job, '__name__', 'job')}: {e}"
-            with self._lock:
-                self.busy -= 1
+            except _Cancelled:
+                pass
+            except BaseException as e:  # (any failure: the thread must live on for the next chore)
+                self.last_error = f"{job.__name__}: {e}"
+                self.failures += 1
+                print(f"[realtime_loop] UR: {self.last_error}", file=sys.stderr, flush=True)
 
-    def close(self) -> None:
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def close(self, timeout: float = 5.0) -> None:
         self.jobs.put(None)
-        self._thread.join(2.0)
+        self._thread.join(timeout)
+
+
+RESET_GRACE = 10.0  # s a reset may take to clear a protective stop (the controller's 5 s rule, then the script)
+UNLOCK_RETRY = 7.0  # s the unlock is retried for (the controller refuses it until 5 s after the stop)
 
 
 class URBackend(Backend):
@@ -140,34 +166,50 @@ class URBackend(Backend):
         self.monotonic = time.monotonic
         self._stamp = -1.0
         self._last_seen = 0.0
-        self._wanted = False  # the robot is enabled: the arm is to execute commands
+        # robot state, shared with the worker (``_flags``): the robot wants the arm (``_wanted``); the arm executes
+        # commands (``_ready``); ur_rtde's control script is known to run (``_script_ok``: only then do realtime
+        # commands go out, which would otherwise spin up to 3 s for a script that is not ours); ``_gen`` counts
+        # enable / brake / reset: a chore of an older generation is cancelled
+        self._flags = threading.Lock()
+        self._wanted = self._ready = self._script_ok = False
+        self._gen = 0
+        self._paused = False  # the program is paused on the pendant
         self._streaming = False  # servoJ / speedJ sent since the last stop
-        self._ready = False  # the control script runs and commands reach it
-        self._resetting = False  # a reset's chores run: the faults they clear are not reported meanwhile
+        self._reset_until = 0.0  # monotonic() until which a reset's chore may still clear a protective stop
+        self._estop = False  # the last E-stop state the arm reported (kept while the link is down)
+        self._failures_told = 0
+        self.chore_error = ""  # the last failed chore's text (a controller error until reset / enable)
         # while nothing is streamed the watchdog is kicked 4× faster than it needs
         self._kick_every = max(1, int(s.rate / (4.0 * s.watchdog_hz))) if s.watchdog_hz > 0 else 0
         self._cycle = 0
-        self.chore_error = ""  # the last chore's failure (a controller error fault while set)
-        # one user of the control interface at a time (its command handshake is not thread-safe): the worker
-        # holds it for a chore; the loop never waits for it (a cycle that finds it taken sends nothing)
         self.ctrl_lock = threading.Lock()
+        self.recv_lock = threading.Lock()
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:
         return URSettings.from_config(cfg, options).capabilities()
 
     # ---- connection --------------------------------------------------------------------------------
-    def connect(self) -> None:
-        import dashboard_client
+    def _receive_interface(self):
         import rtde_receive
+
+        s = self.settings
+        return rtde_receive.RTDEReceiveInterface(s.robot_ip, s.rate, VARIABLES)
+
+    def connect(self) -> None:
+        """Reach the controller (dashboard, RTDE state at ``rate``); nothing on the robot changes before
+        ``enable``."""
+        import dashboard_client
 
         s = self.settings
         end = time.monotonic() + s.startup_timeout
         while True:
             try:
-                self.dash = dashboard_client.DashboardClient(s.robot_ip)
-                self.dash.connect()
-                self.recv = rtde_receive.RTDEReceiveInterface(s.robot_ip, s.rate, VARIABLES)
+                if self.dash is None:
+                    dash = dashboard_client.DashboardClient(s.robot_ip)
+                    dash.connect()
+                    self.dash = dash
+                self.recv = self._receive_interface()
                 if self.recv.isConnected():
                     break
             except RuntimeError as e:
@@ -178,101 +220,143 @@ class URBackend(Backend):
         self._stamp = self.recv.getTimestamp()
         self._last_seen = self.monotonic()
         self.worker = _Worker()
-        if self._arm_running():  # an arm that runs already gets the control script now (no motion)
-            self.worker.post(self._chore(self._start_script))
 
-    def _chore(self, fn):
-        """``fn`` as a worker job, holding the control interface."""
+    def _chore(self, fn, gen: int | None):
+        """``fn(gen)`` as a worker job of generation ``gen`` (None: never cancelled), holding the control
+        interface."""
         def job():
+            self._check(gen)
             with self.ctrl_lock:
-                fn()
+                fn(gen)
         job.__name__ = fn.__name__.strip("_")
         return job
 
-    def _arm_running(self) -> bool:
-        r = self.recv
-        return r.getRobotMode() == ROBOT_RUNNING and r.getSafetyMode() in (SAFETY_NORMAL, SAFETY_REDUCED)
+    def _check(self, gen: int | None) -> None:
+        if gen is not None and gen != self._gen:
+            raise _Cancelled()
 
     # ---- chores (the worker's thread) ----------------------------------------------------------------
-    def _start_script(self) -> None:
-        """(Re)start ur_rtde's control script and set its watchdog."""
+    def _start_script(self, gen: int) -> None:
+        """(Re)start ur_rtde's control script (it replaces any program running) and set its watchdog."""
         import rtde_control
 
         s = self.settings
+        self._script_ok = False
         if self.ctrl is None:
             self.ctrl = rtde_control.RTDEControlInterface(s.robot_ip, s.rate)
-        elif not self.ctrl.isProgramRunning():
+        else:
             if not self.ctrl.isConnected():
                 self.ctrl.reconnect()
-            if not self.ctrl.reuploadScript():
+            # the controller keeps its input registers: a script started now would run the last command in them
+            # (a servoJ to where a stopped motion was heading). A command sent while no script runs is not sent:
+            # ur_rtde clears the command register instead (kickWatchdog: the one with no arguments)
+            if not self.ctrl.isProgramRunning():
+                self.ctrl.kickWatchdog()
+            if not self.ctrl.isProgramRunning() and not self.ctrl.reuploadScript():
                 raise RuntimeError("the control script did not start (reuploadScript failed)")
-        self._wait_for(lambda: self.recv.getRuntimeState() == RUNTIME_PLAYING, 5.0, "the control script to run")
+        self._wait_for(lambda: self.recv.getRuntimeState() == RUNTIME_PLAYING, 5.0, "the control script to run",
+                       gen)
         if s.watchdog_hz > 0 and not self.ctrl.setWatchdog(s.watchdog_hz):
             raise RuntimeError("setWatchdog refused")
+        self._script_ok = True
 
-    def _power_up(self) -> None:
-        """Power on and release the brakes if the arm needs it, then make sure the control script runs."""
+    def _power_up(self, gen: int) -> None:
+        """Power on and release the brakes if the arm needs it, start the control script: the arm is ready."""
         r, s = self.recv, self.settings
-        if r.getRobotMode() != ROBOT_RUNNING:
+        mode = r.getRobotMode()
+        if mode != ROBOT_RUNNING:
             if not s.power_on:
-                raise RuntimeError(f"the arm is not running (robot mode {r.getRobotMode()}) and ur.power_on is "
-                                   f"false: power it on and release its brakes on the teach pendant")
-            if r.getRobotMode() == ROBOT_POWER_OFF:
+                raise RuntimeError(f"the arm is not running (robot mode {mode}) and ur.power_on is false: power "
+                                   f"it on and release its brakes on the teach pendant")
+            if r.getSafetyMode() not in SAFETY_OK:
+                raise RuntimeError(f"the arm is in safety mode {r.getSafetyMode()}: reset first")
+            if mode == ROBOT_POWER_OFF:
                 self.dash.powerOn()
-                self._wait_for(lambda: r.getRobotMode() == ROBOT_IDLE, s.ready_timeout, "the arm to power on")
+            if mode != ROBOT_IDLE:
+                self._wait_for(lambda: r.getRobotMode() == ROBOT_IDLE, s.ready_timeout, "the arm to power on", gen)
+            self._check(gen)
             self.dash.brakeRelease()
-            self._wait_for(lambda: r.getRobotMode() == ROBOT_RUNNING, s.ready_timeout, "the brakes to release")
-        if self.ctrl is None or not self.ctrl.isProgramRunning():
-            self._start_script()
-        self._ready = self._wanted
+            self._wait_for(lambda: r.getRobotMode() == ROBOT_RUNNING, s.ready_timeout, "the brakes to release",
+                           gen)
+        if not (self._script_ok and self.ctrl is not None and self.ctrl.isProgramRunning()):
+            self._start_script(gen)
+        with self._flags:
+            self._check(gen)
+            self._ready = self._wanted
 
-    def _unlock(self) -> None:
+    def _unlock(self, gen: int) -> None:
         """A reset: reconnect a lost link, unlock a protective stop, restart a stopped control script (the arm
         stays still)."""
         try:
+            if not self.recv.isConnected():
+                fresh = self._receive_interface()  # (at our rate: ur_rtde's reconnect would reset it)
+                with self.recv_lock:
+                    old, self.recv = self.recv, fresh
+                    self._stamp, self._last_seen = -1.0, self.monotonic()
+                old.disconnect()
             r = self.recv
-            if not r.isConnected():
-                r.reconnect()
             if self.ctrl is not None and not self.ctrl.isConnected():
                 self.ctrl.reconnect()
             if r.getSafetyMode() == SAFETY_PROTECTIVE_STOP:
-                self.dash.unlockProtectiveStop()
-                self._wait_for(lambda: r.getSafetyMode() == SAFETY_NORMAL, 10.0, "the protective stop to unlock")
-            self.chore_error = ""
-            if self._arm_running() and (self.ctrl is None or not self.ctrl.isProgramRunning()):
-                self._start_script()
+                end = time.monotonic() + UNLOCK_RETRY
+                while True:  # (refused until 5 s after the stop)
+                    self._check(gen)
+                    try:
+                        self.dash.unlockProtectiveStop()
+                        break
+                    except RuntimeError:
+                        if time.monotonic() > end:
+                            raise
+                        time.sleep(0.5)
+                self._wait_for(lambda: r.getSafetyMode() in SAFETY_OK, 3.0, "the protective stop to unlock", gen)
+            if r.getRobotMode() == ROBOT_RUNNING and r.getSafetyMode() in SAFETY_OK and not (
+                    self.ctrl is not None and self.ctrl.isProgramRunning() and self._script_ok):
+                self._start_script(gen)
         finally:
-            self._resetting = False
+            self._reset_until = 0.0
 
-    def _wait_for(self, cond, timeout: float, what: str) -> None:
+    def _wait_for(self, cond, timeout: float, what: str, gen: int) -> None:
         end = time.monotonic() + timeout
         while not cond():
+            self._check(gen)
             if time.monotonic() > end:
                 raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
             time.sleep(0.01)
 
-    def _stop_motion(self) -> None:
+    def _stop_motion(self, gen: int) -> None:
         ctrl = self.ctrl
-        if ctrl is not None and ctrl.isProgramRunning():
+        if ctrl is not None and self._script_ok and ctrl.isProgramRunning():
             decel = self.settings.stop_deceleration
             ctrl.speedStop(decel) if self.velocity_mode else ctrl.servoStop(decel)
 
     # ---- the cycle ---------------------------------------------------------------------------------
     def wait(self, timeout: float) -> bool:
         """Until the next RTDE sample (True) or ``timeout`` s (False)."""
-        r, end = self.recv, time.monotonic() + timeout
-        while r.getTimestamp() == self._stamp:
-            if time.monotonic() > end:
-                return False
-            time.sleep(0.0002)
-        return True
+        end = time.monotonic() + timeout
+        if not self.recv_lock.acquire(blocking=False):
+            time.sleep(timeout)
+            return False
+        try:
+            r = self.recv
+            while r.getTimestamp() == self._stamp:
+                if time.monotonic() > end:
+                    return False
+                time.sleep(0.0002)
+            return True
+        except Exception:  # (a link that failed: read reports it)
+            return False
+        finally:
+            self.recv_lock.release()
 
     def read(self, state: HardwareState) -> None:
         """The newest sample (ur_rtde's getters allocate a list per vector: the one allocation per cycle this
         backend cannot avoid). A link that fails mid-read keeps the last values and reports the loss."""
-        r = self.recv
         now = self.monotonic()
+        if not self.recv_lock.acquire(blocking=False):
+            state.fault, state.fault_joint, state.estop = FAULT_LINK_LOST, -1, self._estop  # (being reconnected)
+            return
         try:
+            r = self.recv
             stamp = r.getTimestamp()
             if stamp != self._stamp:
                 self._stamp, self._last_seen = stamp, now
@@ -281,40 +365,45 @@ class URBackend(Backend):
             if self.settings.ft_sensor:
                 state.wrench[:] = r.getActualTCPForce()
             runtime = r.getRuntimeState()
-            paused = runtime in (RUNTIME_PAUSING, RUNTIME_PAUSED)
-            state.speed_scaling = 0.0 if paused else r.getSpeedScaling() * r.getTargetSpeedFraction()
+            self._paused = runtime in (RUNTIME_PAUSING, RUNTIME_PAUSED)
+            state.speed_scaling = 0.0 if self._paused else r.getSpeedScaling() * r.getTargetSpeedFraction()
+            if runtime == RUNTIME_STOPPED:
+                self._script_ok = False
             state.fault, state.fault_joint = self._fault(r, now, runtime), -1
-        except RuntimeError:  # (ur_rtde raises once its link is closed)
+        except Exception:  # (ur_rtde raises once its link is closed; a short vector: a broken link too)
             state.fault, state.fault_joint = FAULT_LINK_LOST, -1
+        finally:
+            self.recv_lock.release()
+        state.estop = self._estop
 
     def _fault(self, r, now: float, runtime: int) -> int:
         if not r.isConnected() or now - self._last_seen > self.settings.link_timeout:
             return FAULT_LINK_LOST
         safety = r.getSafetyMode()
-        if safety in (SAFETY_SYSTEM_ESTOP, SAFETY_ROBOT_ESTOP):
+        self._estop = safety in SAFETY_ESTOPS
+        if self._estop:
             return FAULT_HARDWARE_ESTOP
-        if self._resetting:
-            return 0
-        if safety in (SAFETY_PROTECTIVE_STOP, SAFETY_SAFEGUARD_STOP):
-            return FAULT_PROTECTIVE_STOP
-        if safety in (SAFETY_VIOLATION, SAFETY_FAULT) or self.chore_error:
+        w = self.worker
+        if w.failures != self._failures_told:
+            self._failures_told = w.failures
+            self.chore_error = w.last_error or "a chore failed"
+        if self.chore_error or not w.alive():
             return FAULT_CONTROLLER_ERROR
-        if self._ready and (r.getRobotMode() != ROBOT_RUNNING or runtime not in (RUNTIME_PLAYING, RUNTIME_PAUSING,
-                                                                                  RUNTIME_PAUSED)):
+        resetting = now < self._reset_until
+        if safety in SAFETY_STOPS:
+            return 0 if resetting and safety == SAFETY_PROTECTIVE_STOP else FAULT_PROTECTIVE_STOP
+        if safety not in SAFETY_OK:
+            return FAULT_CONTROLLER_ERROR  # recovery (outside the limits), violation, fault, ...
+        if self._ready and not resetting and (r.getRobotMode() != ROBOT_RUNNING or runtime == RUNTIME_STOPPED):
             return FAULT_CONTROLLER_ERROR  # powered off or the program stopped (pendant, watchdog) under us
-        err = self.worker.error if self.worker is not None else ""
-        if err and not self.worker.busy:
-            self.chore_error = err
-            self.worker.error = ""
-            return FAULT_CONTROLLER_ERROR
         return 0
 
     def write(self, command: HardwareCommand) -> None:
-        """servoJ / speedJ to the control script while the robot is enabled; otherwise the watchdog is kept fed
-        (the script runs on, holding the arm)."""
+        """servoJ / speedJ to the control script while the robot is enabled and the program plays; otherwise the
+        watchdog is kept fed (the script runs on, holding the arm)."""
         ctrl = self.ctrl
-        if ctrl is None or not self.ctrl_lock.acquire(blocking=False):
-            return  # (a chore has it: nothing is streamed while one runs)
+        if ctrl is None or not self._script_ok or self._paused or not self.ctrl_lock.acquire(blocking=False):
+            return  # (a chore has the control interface: nothing is streamed while one runs)
         try:
             if self._ready:
                 s = self.settings
@@ -326,45 +415,58 @@ class URBackend(Backend):
                 self._streaming = self._streaming or ok
             elif self._kick_every:
                 self._cycle += 1
-                if self._cycle % self._kick_every == 0 and self.recv.getRuntimeState() == RUNTIME_PLAYING:
+                if self._cycle % self._kick_every == 0:
                     ctrl.kickWatchdog()
-        except RuntimeError:
-            pass  # (a lost link: read reports it)
+        except Exception:
+            pass  # (a lost link, or a value ur_rtde refused: read reports the one, the monitors the other)
         finally:
             self.ctrl_lock.release()
 
-    # ---- robot state ---------------------------------------------------------------------------------
+    # ---- robot state (the loop's thread) -------------------------------------------------------------
     def ready(self) -> bool:
-        return self._ready
+        return self._ready and not self._paused
+
+    def _next(self, wanted: bool) -> int:
+        with self._flags:
+            self._gen += 1
+            self._wanted = wanted
+            if not wanted:
+                self._ready = False
+            return self._gen
 
     def enable(self) -> None:
-        self._wanted = True
         self.chore_error = ""
+        gen = self._next(True)
         if self.worker is not None:
-            self.worker.post(self._chore(self._power_up))
+            self.worker.post(self._chore(self._power_up, gen))
 
     def brake(self) -> None:
-        """Stop streaming and stop the arm (servoStop / speedStop): the controller holds it."""
-        self._wanted = self._ready = False
+        """Stop streaming and stop the arm (servoStop / speedStop: the controller holds it); a power-up under way
+        is cancelled."""
+        gen = self._next(False)
         if self._streaming and self.worker is not None:
             self._streaming = False
-            self.worker.post(self._chore(self._stop_motion))
+            self.worker.post(self._chore(self._stop_motion, gen))
 
     def reset(self) -> None:
-        self._resetting = True
+        """Cancels a power-up under way; the reset's own chore is not cancelled (an enable right after it waits
+        for it)."""
         self.chore_error = ""
+        self._reset_until = self.monotonic() + RESET_GRACE
+        self._next(False)
         if self.worker is not None:
-            self.worker.post(self._chore(self._unlock))
+            self.worker.post(self._chore(self._unlock, None))
 
     def close(self) -> None:
         self.brake()
         if self.worker is not None:
             self.worker.close()
-        for link in (self.ctrl, self.recv):
-            if link is not None:
-                try:
-                    link.disconnect()
-                except RuntimeError:
-                    pass
-        if self.dash is not None:
-            self.dash.disconnect()
+        if self.ctrl_lock.acquire(timeout=5.0):
+            for link in (self.ctrl, self.recv):
+                if link is not None:
+                    try:
+                        link.disconnect()
+                    except RuntimeError:
+                        pass
+            if self.dash is not None:
+                self.dash.disconnect()

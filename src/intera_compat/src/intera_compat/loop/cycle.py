@@ -26,7 +26,7 @@ from ..model.robot_model import RobotModel
 from ..safety.base import SafetyChain, SafetyContext
 from ..safety.collision_avoidance import CollisionAvoidance
 from ..safety.collision_detection import CollisionDetection
-from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP
+from ..safety.faults import FAULT_CONTROLLER_ERROR
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
 from ..safety.joint_limits import JointLimits, relaxed_range
@@ -611,13 +611,16 @@ class LoopCycle:
         # validated by the listener)
         self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0)
                                  * self.ch.control.local.speed_override[0])
-        self._arm_ready = self.backend.ready()
+        ready = self.backend.ready()
+        if ready != self._arm_ready:
+            self.law.reset()  # (the integral restarts with the arm)
+            self._arm_ready = ready
         code = chain.on_state(hw)  # repairs a broken measurement before anything reads it
         if code:
             self._fault(code, chain.fault_joint)  # stopped now: this cycle already brakes
         elif hw.fault:  # the arm's own: link lost, protective stop, hardware E-stop, controller error
             self._fault(hw.fault, hw.fault_joint)
-        self._hardware_estop(hw.fault == FAULT_HARDWARE_ESTOP)
+        self._hardware_estop(hw.estop)
         if not self.initialised:
             self._admit_measured()
             sp.q[:] = hw.position
