@@ -2,6 +2,7 @@
 JTAS goals under the teach pendant's speed slider (0 pauses, not aborts), a protective stop mid-motion (stopped +
 error, the goal aborted with a message, reset recovers), the robot's E-stop button, a silent RTDE link, and the
 RTDE watchdog kept fed while the robot is disabled. (The Limb-level suite runs against it too: conftest "ur".)"""
+import json
 import socket
 import time
 
@@ -12,7 +13,7 @@ import rospy
 from actionlib_msgs.msg import GoalStatus
 from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult
 from geometry_msgs.msg import PoseStamped
-from intera_core_msgs.msg import RobotAssemblyState
+from intera_core_msgs.msg import IOComponentCommand, IODeviceStatus, RobotAssemblyState
 from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
                                     WaypointOptions)
 from ros_helpers import Latest, arm_positions, publisher, wait_for
@@ -162,3 +163,40 @@ def test_estop_button_silent_link_and_the_watchdog_while_disabled(ur):
     assert wait_for(lambda: state.msg.enabled, 5, period=0.2, every=lambda: enable.publish(True))
     q0 = arm_positions(js)
     assert np.isfinite(q0).all()
+
+
+def test_the_arms_io_as_intera_io_devices(ur):
+    """/io/ur/standard_io and tool_io as intera_interface's IODeviceInterface drives them: a set is acknowledged
+    with the value in the state; inputs follow the arm; a value out of range is refused and changes nothing."""
+    std = Latest("/io/ur/standard_io/state", IODeviceStatus)
+    tool = Latest("/io/ur/tool_io/state", IODeviceStatus)
+    std.wait(20)
+    tool.wait(5)
+
+    def value(holder, name):
+        sig = next(x for x in holder.msg.signals if x.name == name)
+        assert set(json.loads(sig.format)) >= {"type", "role"}
+        return json.loads(sig.data)[0]
+
+    def send(dev, name, v, kind):
+        pub = publisher(f"/io/ur/{dev}/command", IOComponentCommand)
+        stamp = rospy.Time.now()
+        cmd = IOComponentCommand(time=stamp, op="set", args=json.dumps(
+            {"signals": {name: {"format": {"type": kind}, "data": [v]}}}))
+        holder = std if dev == "standard_io" else tool
+        assert wait_for(lambda: stamp in holder.msg.commands, 5, period=0.1, every=lambda: pub.publish(cmd))
+        return holder.msg.responses[holder.msg.commands.index(stamp)]
+
+    assert send("standard_io", "digital_out_3", True, "bool") == ""
+    assert value(std, "digital_out_3") is True
+    assert send("tool_io", "tool_digital_out_1", True, "bool") == ""
+    assert send("standard_io", "analog_out_1", 0.25, "float") == ""
+    time.sleep(1.0)  # (past the confirmation window: what the state shows now is what the arm reports)
+    assert value(std, "digital_out_3") is True and value(tool, "tool_digital_out_1") is True
+    assert value(std, "analog_out_1") == pytest.approx(0.25)
+    assert "must lie in [0, 1]" in send("standard_io", "analog_out_1", 2.0, "float")
+    assert "read-only" in send("standard_io", "digital_in_2", True, "bool")
+    dashboard("emulator digital_in 2 on", "emulator digital_in 17 on", "emulator analog_in 0 3.5")
+    assert wait_for(lambda: value(std, "digital_in_2") is True and value(tool, "tool_digital_in_1") is True
+                    and value(std, "analog_in_0") == pytest.approx(3.5), 3)
+    assert value(std, "analog_out_1") == pytest.approx(0.25)  # (the refused 2.0 changed nothing)

@@ -4,7 +4,8 @@ Replies are the controller's wording; what ur_rtde checks exactly: ``docs/ur_rtd
 
 Fault injection (the emulator's own commands, which a real controller would not understand): ``emulator
 protective stop``, ``emulator estop on|off`` (the robot's E-stop button), ``emulator rtde silent on|off`` (no
-RTDE data packages: clients time out), ``emulator slider F`` (the teach pendant's speed slider, 0..1)."""
+RTDE data packages: clients time out), ``emulator slider F`` (the teach pendant's speed slider, 0..1),
+``emulator digital_in N on|off`` (0-7 standard, 8-15 configurable, 16-17 tool), ``emulator analog_in N V``."""
 from __future__ import annotations
 
 import socketserver
@@ -56,6 +57,13 @@ class DashboardServer(ThreadedServer):
             c.emergency_stop(what.endswith("on"))
         elif what in ("rtde silent on", "rtde silent off") and self.rtde is not None:
             self.rtde.silent = what.endswith("on")
+        elif what.startswith(("digital_in ", "analog_in ")):
+            try:
+                kind, index, value = what.split()
+                c.set_input(kind.split("_")[0], int(index), 1.0 if value == "on" else 0.0 if value == "off"
+                            else float(value))
+            except ValueError:
+                return f"could not understand: 'emulator {what}'"
         elif what.startswith("slider "):
             try:
                 c.set_speed_slider(float(what.split()[1]))

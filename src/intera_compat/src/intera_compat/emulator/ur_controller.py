@@ -95,6 +95,11 @@ class URController:
         self._last_input = time.monotonic()  # when the client last wrote input_int_register_0
         self.watchdog_trips = 0
         self._protective_since = 0.0
+        # IO: digital bits (0-7 standard, 8-15 configurable, 16-17 tool), analog in/out (out: ratio of the span)
+        self.digital_in = 0
+        self.digital_out = 0
+        self.analog_in = [0.0, 0.0]
+        self.analog_out = [0.0, 0.0]
 
     # ---- the arm ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -139,6 +144,26 @@ class URController:
                 self._last_input = time.monotonic()
             if int(values.get("speed_slider_mask", 0)) & 1:
                 self.set_speed_slider(float(values.get("speed_slider_fraction", 1.0)))
+            for prefix, shift, width in (("standard", 0, 8), ("configurable", 8, 8), ("tool", 16, 2)):
+                mask = int(values.get(f"{prefix}_digital_output_mask", 0)) & ((1 << width) - 1)
+                if mask:
+                    bits = int(values.get(f"{prefix}_digital_output", 0))
+                    self.digital_out = (self.digital_out & ~(mask << shift)) | ((bits & mask) << shift)
+            amask = int(values.get("standard_analog_output_mask", 0))
+            for i in range(2):
+                if amask & (1 << i):
+                    v = float(values.get(f"standard_analog_output_{i}", 0.0))
+                    self.analog_out[i] = min(max(v, 0.0), 1.0) if np.isfinite(v) else self.analog_out[i]
+
+    def set_input(self, kind: str, index: int, value: float) -> None:
+        """Fault injection / the outside world: digital input ``index`` (0-17) on or off, analog input 0-1."""
+        with self.lock:
+            if kind == "digital" and 0 <= index < 18:
+                self.digital_in = self.digital_in | (1 << index) if value else self.digital_in & ~(1 << index)
+            elif kind == "analog" and 0 <= index < 2 and np.isfinite(value):
+                self.analog_in[index] = float(value)
+            else:
+                raise ValueError(f"no {kind} input {index}")
 
     def set_speed_slider(self, fraction: float) -> None:
         """The teach pendant's speed slider (0..1): the controller runs every motion at this fraction."""
@@ -312,6 +337,7 @@ class URController:
             tq = self.cmd.position[:self.n].copy()
             mode, smode, rstate, slider = self.robot_mode, self.safety_mode, self.runtime_state, self.speed_slider
             ints, doubles = list(self.out_int), list(self.out_double)
+            din, dout, ain, aout = self.digital_in, self.digital_out, list(self.analog_in), list(self.analog_out)
         self.rm.to_pin(np.r_[q, np.zeros(len(self.cfg.all_joints) - self.n)], self._q)
         J = pin.computeFrameJacobian(self.rm.model, self.rm.data, self._q, self._fid, pin.LOCAL_WORLD_ALIGNED)
         x = self.rm.data.oMf[self._fid]
@@ -330,16 +356,16 @@ class URController:
             "target_moment": zero6, "actual_q": q, "actual_qd": qd, "actual_current": zero6,
             "actual_current_as_torque": zero6, "joint_control_output": zero6,
             "actual_TCP_pose": pose, "actual_TCP_speed": speed, "actual_TCP_force": wrench,
-            "target_TCP_pose": pose, "target_TCP_speed": speed, "actual_digital_input_bits": 0,
-            "actual_digital_output_bits": 0, "joint_temperatures": np.full(6, 30.0),
+            "target_TCP_pose": pose, "target_TCP_speed": speed, "actual_digital_input_bits": din,
+            "actual_digital_output_bits": dout, "joint_temperatures": np.full(6, 30.0),
             "actual_execution_time": 0.2, "robot_mode": mode,
             "joint_mode": [JOINT_RUNNING if running else JOINT_IDLE if powered else JOINT_POWER_OFF] * 6,
             "safety_mode": smode, "safety_status": smode, "actual_tool_accelerometer": np.array([0.0, 0.0, 9.81]),
             "speed_scaling": scaling, "target_speed_fraction": slider, "actual_momentum": 0.0,
             "actual_main_voltage": 48.0 if powered else 0.0, "actual_robot_voltage": 48.0 if powered else 0.0,
             "actual_robot_current": 0.0, "actual_joint_voltage": np.full(6, 48.0 if powered else 0.0),
-            "runtime_state": rstate, "standard_analog_input0": 0.0, "standard_analog_input1": 0.0,
-            "standard_analog_output0": 0.0, "standard_analog_output1": 0.0,
+            "runtime_state": rstate, "standard_analog_input0": ain[0], "standard_analog_input1": ain[1],
+            "standard_analog_output0": aout[0], "standard_analog_output1": aout[1],
             "robot_status_bits": (1 if powered else 0) | (2 if rstate == PLAYING else 0),
             "safety_status_bits": safety_bits, "ft_raw_wrench": zero6, "payload": 0.0,
             "payload_cog": np.zeros(3), "payload_inertia": zero6,

@@ -27,6 +27,7 @@ class Signal:
     value: object = None
     writable: bool = False  # by ``set`` commands (inputs are changed by the hardware, or the sim)
     extra: dict = field(default_factory=dict)  # more format keys (e.g. data_type)
+    span: tuple | None = None  # (low, high) a float's value must lie in (commands outside are refused)
 
     def __post_init__(self):
         if self.type not in TYPES:
@@ -57,6 +58,8 @@ def coerce(sig: Signal, value):
     elif t == "float":
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
                 and abs(value) != float("inf"):
+            if sig.span is not None and not sig.span[0] <= value <= sig.span[1]:
+                raise ValueError(f"signal '{sig.name}' must lie in [{sig.span[0]:g}, {sig.span[1]:g}], got {value!r}")
             return float(value)
     elif t == "string" and isinstance(value, str):
         return value
