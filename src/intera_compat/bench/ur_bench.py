@@ -9,7 +9,7 @@ MuJoCo UR5e at 500 Hz), then our UR backend (``hardware/ur.py``) driven as the r
   RTDE sample, ``read``, ``write`` = servoJ) streaming a 0.5 Hz, 0.2 rad sine on every joint for ``--seconds``;
   the error is |reference − measured| at each sample (servoJ's lookahead delays the arm by design: the
   lag-free error ``ur_track_err_lagfree_max_rad`` compares with the reference shifted by the best-fit delay,
-  reported as ``ur_track_delay_ms``).
+  reported as ``ur_track_delay_ms``: whole cycles of 2 ms, one per sample).
 * ``ur_samples_pct``: RTDE samples the backend cycled on / samples the controller's 500 Hz would give;
   ``ur_wait_timeouts``: cycles that found no new sample within 1.5 periods.
 * ``probe_sleep_late_{max_ms,pct}``: beside it, in a process of its own, a bare 2 ms sleep loop (the VM's own
@@ -100,7 +100,7 @@ def tracking(seconds: float):
     end = time.monotonic() + 20.0
     while not be.ready():
         if time.monotonic() > end:
-            raise RuntimeError(f"the UR backend did not become ready: {be.chore_error or be.worker.error}")
+            raise RuntimeError(f"the UR backend did not become ready: {be.chore_error or be.worker.last_error}")
         be.wait(0.01)
         be.read(hw)
         be.write(cmd)

@@ -17,7 +17,10 @@ from intera_core_msgs.msg import IOComponentCommand, IODeviceStatus, RobotAssemb
 from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
                                     WaypointOptions)
 from ros_helpers import Latest, arm_positions, publisher, wait_for
+from geometry_msgs.msg import Vector3
+from intera_compat.srv import SetPayload, ToolContact
 from std_msgs.msg import Bool, Empty
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 pytestmark = pytest.mark.node
@@ -194,9 +197,74 @@ def test_the_arms_io_as_intera_io_devices(ur):
     time.sleep(1.0)  # (past the confirmation window: what the state shows now is what the arm reports)
     assert value(std, "digital_out_3") is True and value(tool, "tool_digital_out_1") is True
     assert value(std, "analog_out_1") == pytest.approx(0.25)
+    assert value(std, "analog_out_1_reported") == pytest.approx(2.5)  # (V: the emulator's outputs are 0-10 V)
     assert "must lie in [0, 1]" in send("standard_io", "analog_out_1", 2.0, "float")
     assert "read-only" in send("standard_io", "digital_in_2", True, "bool")
     dashboard("emulator digital_in 2 on", "emulator digital_in 17 on", "emulator analog_in 0 3.5")
     assert wait_for(lambda: value(std, "digital_in_2") is True and value(tool, "tool_digital_in_1") is True
                     and value(std, "analog_in_0") == pytest.approx(3.5), 3)
     assert value(std, "analog_out_1") == pytest.approx(0.25)  # (the refused 2.0 changed nothing)
+
+
+def test_zero_ft_payload_and_tool_contact_services_reach_the_controller(ur):
+    import rtde_receive
+    rr = rtde_receive.RTDEReceiveInterface("127.0.0.1", 50.0, ["timestamp", "payload", "payload_cog"])
+    for name in ("zero_ft_sensor", "set_payload", "tool_contact"):
+        rospy.wait_for_service(f"/robot/arm/{name}", 10)
+    assert rospy.ServiceProxy("/robot/arm/zero_ft_sensor", Trigger)().success
+    payload = rospy.ServiceProxy("/robot/arm/set_payload", SetPayload)
+    res = payload(1.5, Vector3(0.0, 0.01, 0.05))
+    assert res.success, res.message
+    assert wait_for(lambda: rr.getPayload() == pytest.approx(1.5), 2)
+    assert rr.getPayloadCog() == pytest.approx([0.0, 0.01, 0.05])
+    res = payload(7.0, Vector3(0.0, 0.0, 0.0))  # beyond the UR5e's 5 kg: refused, nothing sent
+    assert not res.success and "0 .. 5 kg" in res.message
+    res = payload(float("nan"), Vector3(0.0, 0.0, 0.0))
+    assert not res.success and "mass nan" in res.message
+    assert rr.getPayload() == pytest.approx(1.5)
+    contact = rospy.ServiceProxy("/robot/arm/tool_contact", ToolContact)
+    res = contact([0.0, 0.0, -1.0, 0.0, 0.0, 0.0])
+    assert res.success and res.cycles == 0, res.message  # in free space
+    assert not contact([0.0, 0.0, 1.0]).success  # 3 values: refused
+    rr.disconnect()
+
+
+def test_a_program_paused_on_the_pendant_holds_the_robot_until_it_plays_again(ur):
+    client, js, state = ur
+    assert dashboard("pause") == ["Pausing program"]
+    assert wait_for(lambda: not state.msg.enabled, 3)  # not ready: nothing streamed, commands ignored
+    q0 = arm_positions(js)
+    client.send_goal(goal(q0, np.array([0.3, 0, 0, 0, 0, 0]), 2.0))
+    assert client.wait_for_result(rospy.Duration(10))
+    assert client.get_state() in (GoalStatus.ABORTED, GoalStatus.REJECTED)  # (the robot is not enabled)
+    assert np.abs(arm_positions(js) - q0).max() < 1e-3
+    assert dashboard("play") == ["Starting program"]
+    assert wait_for(lambda: state.msg.enabled, 5)  # our control script carries on
+    client.send_goal(goal(q0, np.array([0.3, 0, 0, 0, 0, 0]), 2.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
+
+
+def test_the_velocity_interface_follows_goals_and_a_disable_stops_the_arm(launch):
+    from conftest import _start_robot
+    js = next(_start_robot(launch, "ur", "interface:=velocity"))
+    state = Latest("/robot/state", RobotAssemblyState)
+    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
+    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    q0 = arm_positions(js)
+    dq = np.array([0.4, -0.2, 0.2, 0.0, 0.0, 0.5])
+    client.send_goal(goal(q0, dq, 3.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
+    assert np.abs(arm_positions(js) - (q0 + dq)).max() < 0.02
+    client.send_goal(goal(q0 + dq, -dq, 3.0))  # back, and disabled half-way: speedJ zero, then speedStop
+    time.sleep(1.5)
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: not state.msg.enabled, 3, period=0.1, every=lambda: enable.publish(False))
+    time.sleep(1.0)
+    q_stop = arm_positions(js)
+    assert np.abs(np.array(js.msg.velocity[:6])).max() < 1e-3
+    time.sleep(1.0)
+    assert np.abs(arm_positions(js) - q_stop).max() < 1e-3  # it stays
+    state.close()

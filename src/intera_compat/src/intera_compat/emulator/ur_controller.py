@@ -45,10 +45,13 @@ VERSION = (5, 11, 1, 108318)  # what the controller reports (RTDE 'v', dashboard
 SERIAL = "20235500001"
 # the control script's commands (input_int_register_0) and handshake (output_int_register_0)
 NO_CMD, MOVEJ, SPEEDJ, SERVOJ, SPEED_STOP, SERVO_STOP, STOPJ, SET_WATCHDOG, STOP_SCRIPT = 0, 1, 9, 11, 15, 16, 34, 35, 255
-REALTIME = {SERVOJ, SPEEDJ}
+ZERO_FT_SENSOR, SET_PAYLOAD, TOOL_CONTACT = 8, 17, 25
+REALTIME = {SERVOJ, SPEEDJ, TOOL_CONTACT}
+CONTACT_FORCE = 5.0  # N along the asked direction (any, if none) that tool_contact counts as a contact
 READY, DONE = 1, 2
 PERIOD = 0.002  # s: the e-Series controller's cycle
 UNLOCK_DELAY = 5.0  # s after a protective stop before it may be unlocked
+ANALOG_SPAN = 10.0  # V: the analog outputs are in the voltage domain (reported in V, set as a ratio of this)
 
 
 def default_config() -> str:
@@ -95,6 +98,9 @@ class URController:
         self._last_input = time.monotonic()  # when the client last wrote input_int_register_0
         self.watchdog_trips = 0
         self._protective_since = 0.0
+        self.ft_offset = np.zeros(6)  # zero_ftsensor: subtracted from the measured TCP wrench
+        self.payload_mass, self.payload_cog = 0.0, np.zeros(3)
+        self._contact_since = -1.0  # when the current tool contact began (tool_contact), -1: none
         # IO: digital bits (0-7 standard, 8-15 configurable, 16-17 tool), analog in/out (out: ratio of the span)
         self.digital_in = 0
         self.digital_out = 0
@@ -182,8 +188,11 @@ class URController:
 
     def _script_cycle(self) -> None:
         """One 2 ms cycle of the control script and of the motion it commands (under the lock)."""
-        if self.script and (self.runtime_state != PLAYING or not self.moving_allowed()):
+        if self.script and (self.runtime_state in (STOPPED, STOPPING) or not self.moving_allowed()):
             self._end_script()  # a stop, a protective stop, an E-stop: the program ends
+        if self.runtime_state in (PAUSED, PAUSING):  # paused on the pendant: it holds, and resumes on play
+            self._mode = "hold"
+            return
         if self.script and self.watchdog_hz > 0 and time.monotonic() - self._last_input > 1.0 / self.watchdog_hz:
             self.watchdog_trips += 1
             self.watchdog_hz = 0.0
@@ -192,7 +201,9 @@ class URController:
             cmd = int(self.inputs.get("input_int_register_0", NO_CMD))
             if cmd in REALTIME:
                 d = self._doubles(8)
-                if cmd == SERVOJ:
+                if cmd == TOOL_CONTACT:
+                    self.out_int[1] = self._tool_contact(d[:6])
+                elif cmd == SERVOJ:
                     self._servo_q[:] = d[:6]
                     self._mode = "servo"
                 else:
@@ -231,6 +242,11 @@ class URController:
         if cmd in (SERVO_STOP, SPEED_STOP, STOPJ):
             self._mode = "hold"
             self._hold()
+        elif cmd == ZERO_FT_SENSOR:
+            self.ft_offset[:] = self.state.wrench
+        elif cmd == SET_PAYLOAD:
+            d = self._doubles(4)
+            self.payload_mass, self.payload_cog[:] = max(float(d[0]), 0.0), d[1:4]
         elif cmd == SET_WATCHDOG:
             self.watchdog_hz = max(float(self.inputs.get("input_double_register_0", 0.0)), 0.0)
             self._last_input = time.monotonic()
@@ -261,6 +277,21 @@ class URController:
                     self.out_int[0] = DONE
         np.clip(target[:n], self.cfg.limits.lower[:n], self.cfg.limits.upper[:n], out=target[:n])
 
+    def _tool_contact(self, direction: np.ndarray) -> int:
+        """tool_contact: controller cycles since a contact force (along ``direction``'s first three values, or
+        any) began, 0 without one."""
+        f = self.state.wrench[:3] - self.ft_offset[:3]
+        d = direction[:3]
+        n = float(np.linalg.norm(d))
+        push = -float(f @ d) / n if n > 0 else float(np.linalg.norm(f))  # (the reaction opposes the motion)
+        now = time.monotonic()
+        if push < CONTACT_FORCE:
+            self._contact_since = -1.0
+            return 0
+        if self._contact_since < 0:
+            self._contact_since = now
+        return 1 + int((now - self._contact_since) / PERIOD)
+
     def moving_allowed(self) -> bool:
         return self.robot_mode == RUNNING and self.safety_mode in (NORMAL, REDUCED)
 
@@ -283,9 +314,12 @@ class URController:
             return True
 
     def play(self) -> bool:
+        """Starts the loaded program, or resumes a paused one (the control script carries on)."""
         with self.lock:
             if self.robot_mode != RUNNING or self.safety_mode not in (NORMAL, REDUCED):
                 return False
+            if self.runtime_state == PAUSED:
+                self._hold()
             self.runtime_state = PLAYING
             return True
 
@@ -332,7 +366,8 @@ class URController:
         """The RTDE output variables this controller has values for (a snapshot)."""
         with self.lock:
             q = self.state.position[:self.n].copy()
-            wrench = self.state.wrench.copy()
+            wrench = self.state.wrench - self.ft_offset
+            payload, cog = self.payload_mass, self.payload_cog.copy()
             qd = self.state.velocity[:self.n].copy()
             tq = self.cmd.position[:self.n].copy()
             mode, smode, rstate, slider = self.robot_mode, self.safety_mode, self.runtime_state, self.speed_slider
@@ -365,10 +400,10 @@ class URController:
             "actual_main_voltage": 48.0 if powered else 0.0, "actual_robot_voltage": 48.0 if powered else 0.0,
             "actual_robot_current": 0.0, "actual_joint_voltage": np.full(6, 48.0 if powered else 0.0),
             "runtime_state": rstate, "standard_analog_input0": ain[0], "standard_analog_input1": ain[1],
-            "standard_analog_output0": aout[0], "standard_analog_output1": aout[1],
+            "standard_analog_output0": ANALOG_SPAN * aout[0], "standard_analog_output1": ANALOG_SPAN * aout[1],
             "robot_status_bits": (1 if powered else 0) | (2 if rstate == PLAYING else 0),
-            "safety_status_bits": safety_bits, "ft_raw_wrench": zero6, "payload": 0.0,
-            "payload_cog": np.zeros(3), "payload_inertia": zero6,
+            "safety_status_bits": safety_bits, "ft_raw_wrench": zero6, "payload": payload,
+            "payload_cog": cog, "payload_inertia": zero6,
             **{f"output_int_register_{i}": x for i, x in enumerate(ints)},
             **{f"output_double_register_{i}": x for i, x in enumerate(doubles)},
         }

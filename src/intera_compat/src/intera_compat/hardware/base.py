@@ -25,10 +25,13 @@ preallocated records, so a backend allocates nothing per cycle. Arrays are in co
 from __future__ import annotations
 
 import abc
+import collections
 import enum
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..loop.layouts import ARM_RESULT_UNSUPPORTED
 
 
 class Capability(str, enum.Enum):
@@ -107,6 +110,7 @@ class Backend(abc.ABC):
 
     def __init__(self, joint_names: list[str]):
         self.joint_names = list(joint_names)
+        self.answers: collections.deque = collections.deque()
 
     def has(self, cap: Capability) -> bool:
         return cap in self.capabilities
@@ -144,6 +148,15 @@ class Backend(abc.ABC):
         """The robot was reset (``/robot/set_super_reset``): clear what the arm's controller latched (a protective
         stop, a stopped program) so that it can be enabled again; must not block the cycle (work that takes
         longer runs beside it, and ``read`` keeps reporting a fault that remains once it is done)."""
+
+    # ---- requests to the arm's own controller (``loop.layouts`` ARM_*: zero the F/T sensor, set the payload,
+    # tool contact); answered later through ``answers`` ((request id, ARM_RESULT_*, value), appended by any
+    # thread): the cycle passes them on -----------------------------------------------------------------
+    requests: frozenset = frozenset()  # the ``loop.layouts.ARM_REQUESTS`` names this arm serves
+
+    def request(self, rid: float, code: int, args) -> None:
+        """Start request ``code`` with ``args`` (a copy); must not block the cycle."""
+        self.answers.append((rid, float(ARM_RESULT_UNSUPPORTED), 0.0))  # (the listener refuses these first)
 
     def ready(self) -> bool:
         """The arm executes commands now (False while it is powered up or its program started after ``enable``:

@@ -45,6 +45,11 @@ def build_backend(kind: str, rm: RobotModel, options: dict | None = None) -> Bac
     return _entry(kind)[1](rm, dict(options or {}))
 
 
+def declared_requests(kind: str) -> frozenset:
+    """The requests to its own controller the arm serves (``Backend.requests``: the listener's services)."""
+    return _entry(kind)[0].requests
+
+
 def declared_capabilities(kind: str, cfg, options: dict | None = None) -> frozenset:
     """What the backend will be able to do, known before it is built (the listener needs it to refuse commands
     the arm cannot carry and to say why)."""

@@ -35,11 +35,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..safety.faults import (FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST,
                              FAULT_PROTECTIVE_STOP)
-from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
+from ..loop.layouts import (ARM_RESULT_FAILED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD,
+                            ARM_TOOL_CONTACT, ARM_ZERO_FT)
+from .base import Backend, Capability, HardwareCommand, HardwareState
 
 # the controller's numbers (RTDE robot_mode, safety_mode, runtime_state)
 ROBOT_POWER_OFF, ROBOT_POWER_ON, ROBOT_IDLE, ROBOT_RUNNING = 3, 4, 5, 7
@@ -60,7 +60,8 @@ VARIABLES = ["timestamp", "actual_q", "actual_qd", "actual_TCP_force", "speed_sc
 
 @dataclass
 class URSettings:
-    """``ur`` in the robot config (launch arguments override ``robot_ip``, ``rate``, ``link_timeout``)."""
+    """``ur`` in the robot config (launch arguments override ``robot_ip``, ``rate``, ``link_timeout``,
+    ``interface``)."""
 
     robot_ip: str = "127.0.0.1"
     rate: float = 500.0  # Hz: RTDE and the loop (e-Series 500, CB3 125)
@@ -93,6 +94,9 @@ class URSettings:
                              f"[100, 2000] (ur_rtde's servoJ ranges)")
         if not s.link_timeout >= 2.0 / s.rate:
             raise ValueError(f"{cfg.path}: ur.link_timeout {s.link_timeout} s: at least two periods")
+        if s.interface == "velocity" and not s.watchdog_hz > 0:
+            raise ValueError(f"{cfg.path}: ur.interface velocity needs ur.watchdog_hz > 0 (a speedJ outlives a "
+                             f"dead loop otherwise)")
         if cfg.n_arm != 6 or cfg.head_joint:
             raise ValueError(f"{cfg.path}: a UR arm has 6 joints and no head (config: {cfg.n_arm} arm joints, "
                              f"head {cfg.head_joint!r})")
@@ -146,7 +150,7 @@ class _Worker:
         self._thread.join(timeout)
 
 
-RESET_GRACE = 10.0  # s a reset may take to clear a protective stop (the controller's 5 s rule, then the script)
+RESET_GRACE = 20.0  # s a reset may take to clear a protective stop (the 5 s rule, the unlock, the script)
 UNLOCK_RETRY = 7.0  # s the unlock is retried for (the controller refuses it until 5 s after the stop)
 
 
@@ -154,6 +158,7 @@ class URBackend(Backend):
     """A UR arm: ``options`` may override the config's ``ur`` section (``robot_ip``, ``rate``, ``link_timeout``)."""
 
     clock = True
+    requests = frozenset({"zero_ft_sensor", "set_payload", "tool_contact"})
 
     def __init__(self, rm, options: dict):
         super().__init__(rm.cfg.all_joints)
@@ -175,7 +180,9 @@ class URBackend(Backend):
         self._gen = 0
         self._paused = False  # the program is paused on the pendant
         self._streaming = False  # servoJ / speedJ sent since the last stop
+        self._halt = False  # velocity interface: a zero speedJ is due (the robot was just disabled or stopped)
         self._reset_until = 0.0  # monotonic() until which a reset's chore may still clear a protective stop
+        self._resets = 0
         self._estop = False  # the last E-stop state the arm reported (kept while the link is down)
         self._failures_told = 0
         self.chore_error = ""  # the last failed chore's text (a controller error until reset / enable)
@@ -278,8 +285,13 @@ class URBackend(Backend):
             self.dash.brakeRelease()
             self._wait_for(lambda: r.getRobotMode() == ROBOT_RUNNING, s.ready_timeout, "the brakes to release",
                            gen)
+        if r.getRuntimeState() in (RUNTIME_PAUSING, RUNTIME_PAUSED):
+            raise RuntimeError("the program is paused on the teach pendant: play it there (enable does not "
+                               "override the operator)")
         if not (self._script_ok and self.ctrl is not None and self.ctrl.isProgramRunning()):
             self._start_script(gen)
+        elif s.watchdog_hz > 0 and not self.ctrl.setWatchdog(s.watchdog_hz):  # (a script ur_rtde restarted
+            raise RuntimeError("setWatchdog refused")  # by itself after a reconnect runs without it)
         with self._flags:
             self._check(gen)
             self._ready = self._wanted
@@ -287,6 +299,7 @@ class URBackend(Backend):
     def _unlock(self, gen: int) -> None:
         """A reset: reconnect a lost link, unlock a protective stop, restart a stopped control script (the arm
         stays still)."""
+        seq = self._resets
         try:
             if not self.recv.isConnected():
                 fresh = self._receive_interface()  # (at our rate: ur_rtde's reconnect would reset it)
@@ -313,7 +326,8 @@ class URBackend(Backend):
                     self.ctrl is not None and self.ctrl.isProgramRunning() and self._script_ok):
                 self._start_script(gen)
         finally:
-            self._reset_until = 0.0
+            if seq == self._resets:  # (a newer reset keeps its own grace)
+                self._reset_until = 0.0
 
     def _wait_for(self, cond, timeout: float, what: str, gen: int) -> None:
         end = time.monotonic() + timeout
@@ -413,6 +427,9 @@ class URBackend(Backend):
                     ok = ctrl.servoJ(command.position.tolist(), 0.0, 0.0, self.period, s.servo_lookahead,
                                      s.servo_gain)
                 self._streaming = self._streaming or ok
+            elif self._halt:  # (velocity: zero at once from here; the stop chore's speedStop follows)
+                ctrl.speedJ([0.0] * 6, self.settings.stop_deceleration, self.period)
+                self._halt = False
             elif self._kick_every:
                 self._cycle += 1
                 if self._cycle % self._kick_every == 0:
@@ -421,6 +438,37 @@ class URBackend(Backend):
             pass  # (a lost link, or a value ur_rtde refused: read reports the one, the monitors the other)
         finally:
             self.ctrl_lock.release()
+
+    # ---- requests to the controller (worker) ---------------------------------------------------------
+    def request(self, rid: float, code: int, args) -> None:
+        """zeroFtSensor / setPayload / toolContact through the control script (it must run: the robot enabled
+        once); answered in ``answers``."""
+        def ask(_gen):
+            ctrl = self.ctrl
+            if ctrl is None or not self._script_ok:
+                self.answers.append((rid, float(ARM_RESULT_FAILED), -1.0))  # (-1: no control script)
+                return
+            value = 0.0
+            if code == ARM_ZERO_FT:
+                ok = ctrl.zeroFtSensor()
+            elif code == ARM_SET_PAYLOAD:
+                ok = ctrl.setPayload(float(args[0]), [float(x) for x in args[1:4]])
+            elif code == ARM_TOOL_CONTACT:
+                value, ok = float(ctrl.toolContact([float(x) for x in args[:6]])), True
+            else:
+                self.answers.append((rid, float(ARM_RESULT_UNSUPPORTED), 0.0))
+                return
+            self.answers.append((rid, float(ARM_RESULT_OK if ok else ARM_RESULT_FAILED), value))
+
+        job = self._chore(ask, None)
+
+        def answered():  # (a request that fails is answered so; it is no fault of the robot's)
+            try:
+                job()
+            except Exception as e:
+                print(f"[realtime_loop] UR: request {code} failed: {e}", file=sys.stderr, flush=True)
+                self.answers.append((rid, float(ARM_RESULT_FAILED), 0.0))
+        self.worker.post(answered)
 
     # ---- robot state (the loop's thread) -------------------------------------------------------------
     def ready(self) -> bool:
@@ -443,15 +491,17 @@ class URBackend(Backend):
     def brake(self) -> None:
         """Stop streaming and stop the arm (servoStop / speedStop: the controller holds it); a power-up under way
         is cancelled."""
-        gen = self._next(False)
+        self._next(False)
+        self._halt = self.velocity_mode and self._streaming
         if self._streaming and self.worker is not None:
             self._streaming = False
-            self.worker.post(self._chore(self._stop_motion, gen))
+            self.worker.post(self._chore(self._stop_motion, None))  # (never cancelled: a speedJ would run on)
 
     def reset(self) -> None:
         """Cancels a power-up under way; the reset's own chore is not cancelled (an enable right after it waits
         for it)."""
         self.chore_error = ""
+        self._resets += 1
         self._reset_until = self.monotonic() + RESET_GRACE
         self._next(False)
         if self.worker is not None:
@@ -462,11 +512,12 @@ class URBackend(Backend):
         if self.worker is not None:
             self.worker.close()
         if self.ctrl_lock.acquire(timeout=5.0):
-            for link in (self.ctrl, self.recv):
-                if link is not None:
-                    try:
-                        link.disconnect()
-                    except RuntimeError:
-                        pass
-            if self.dash is not None:
-                self.dash.disconnect()
+            try:
+                for link in (self.ctrl, self.recv, self.dash):
+                    if link is not None:
+                        try:
+                            link.disconnect()
+                        except RuntimeError:
+                            pass
+            finally:
+                self.ctrl_lock.release()

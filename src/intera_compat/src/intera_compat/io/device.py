@@ -27,7 +27,7 @@ class Signal:
     value: object = None
     writable: bool = False  # by ``set`` commands (inputs are changed by the hardware, or the sim)
     extra: dict = field(default_factory=dict)  # more format keys (e.g. data_type)
-    span: tuple | None = None  # (low, high) a float's value must lie in (commands outside are refused)
+    span: tuple | None = None  # (low, high) a command's value must lie in (outside: refused)
 
     def __post_init__(self):
         if self.type not in TYPES:
@@ -58,8 +58,6 @@ def coerce(sig: Signal, value):
     elif t == "float":
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
                 and abs(value) != float("inf"):
-            if sig.span is not None and not sig.span[0] <= value <= sig.span[1]:
-                raise ValueError(f"signal '{sig.name}' must lie in [{sig.span[0]:g}, {sig.span[1]:g}], got {value!r}")
             return float(value)
     elif t == "string" and isinstance(value, str):
         return value
@@ -77,6 +75,9 @@ class IODevice:
         self._seen: set = set()
         self.detail = "{}"
         self.version = 0  # bumps on every change a state message must show
+        # hardware to write before a set is applied: writer([(signal, value), ...]); a ValueError it raises
+        # refuses the command (nothing changes, the error is the response)
+        self.writer = None
 
     def value(self, name: str):
         return self.signals[name].value
@@ -87,6 +88,8 @@ class IODevice:
             return False, ""
         try:
             changes = self._parse(op, args)
+            if self.writer is not None:
+                self.writer(changes)
             for sig, v in changes:
                 sig.value = v
             err = ""
@@ -119,7 +122,10 @@ class IODevice:
             data = spec.get("data") if isinstance(spec, dict) else None
             if not isinstance(data, list) or len(data) != 1:
                 raise ValueError(f"signal '{name}': data must be a one-element array")
-            out.append((sig, coerce(sig, data[0])))
+            v = coerce(sig, data[0])
+            if sig.span is not None and not sig.span[0] <= v <= sig.span[1]:
+                raise ValueError(f"signal '{name}' must lie in [{sig.span[0]:g}, {sig.span[1]:g}], got {v!r}")
+            out.append((sig, v))
         return out
 
     def set_inputs(self, values: dict) -> None:

@@ -26,9 +26,15 @@ MSG_SAFETY_ESTOP = 10  # [1 latch | 0 release]: hold the measured position, igno
 MSG_BYPASS = 11  # [seconds (0: end now)]: collision avoidance off for that long
 MSG_CUFF = 12  # [1 squeezed | 0 released]: zero-G while squeezed (unless suppress_cuff_interaction)
 MSG_INTERACTION = 13  # control.interaction.pack: an InteractionControlCommand, validated (latched in the loop)
+MSG_ARM_REQUEST = 14  # [request id, ARM_* code, args...]: a request to the arm's own controller (Backend.request)
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]
+MSG_ARM_RESULT = 22  # [request id, ARM_RESULT_*, value]
+# arm requests (Backend.request): codes and their args
+ARM_ZERO_FT, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT = 1, 2, 3  # [] | [mass, cog x, y, z] | [direction (6)]
+ARM_REQUESTS = {"zero_ft_sensor": ARM_ZERO_FT, "set_payload": ARM_SET_PAYLOAD, "tool_contact": ARM_TOOL_CONTACT}
+ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_RESULT_FAILED = 0, 1, 2
 
 SUPPRESS_GRAVITY, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF = range(4)
 SUPPRESS_KEYS = ("gravity", "collision_avoidance", "contact_safety", "cuff")

@@ -30,12 +30,12 @@ from ..config import load_config
 from ..control.interaction import InteractionLimits
 from ..hardware.adapter import mode_refusal
 from ..hardware.base import Capability
-from ..hardware.registry import declared_capabilities
+from ..hardware.registry import declared_capabilities, declared_requests
 from ..loop.channel import Channel
 from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
-from ..loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
+from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
                             MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
@@ -44,6 +44,7 @@ from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from ..safety.faults import describe
 from ..trajectory.client import TrajectoryClient
 from .conversions import pose_msg
+from .arm_services import ArmServices
 from .interaction import InteractionTopics
 from .io_server import IONodeServer
 from .markers import CollisionMarkers
@@ -100,9 +101,14 @@ class RealtimeLoopNode:
                                            float(rospy.get_param("~ros_control_rate", 0.0)))
             options, fds = self.bridge.link, self.bridge.child_fds
         elif backend == "ur":  # launch arguments over the config's ur section ("" / 0: the config's)
-            options = {k: rospy.get_param(f"~ur_{k}", "") for k in ("robot_ip", "rate", "link_timeout")}
+            options = {k: rospy.get_param(f"~ur_{k}", "")
+                       for k in ("robot_ip", "rate", "link_timeout", "interface")}
             options = {k: v for k, v in options.items() if v not in ("", 0, 0.0)}
         self.caps = declared_capabilities(backend, cfg, options)
+        self.arm_services = ArmServices(declared_requests(backend),
+                                        lambda a: self._event(MSG_ARM_REQUEST, a, EVENT_PATIENCE),
+                                        self.trajectories.arm_answers, float(cfg.raw.get("payload_max", 1000.0)),
+                                        backend)
         self._refused_modes: set = set()
         self.read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-m", "intera_compat.loop.process", "--channel", json.dumps(ch.names),

@@ -3,8 +3,11 @@
 The arm's IO state comes from its own RTDE stream (``RTDEReceiveInterface`` at ``~rate``: digital input and
 output bits, analog inputs and outputs); ``set`` commands on output signals go to ``RTDEIOInterface``
 (standard, configurable and tool digital outputs; analog outputs as a ratio of their span, 0..1), which the
-controller applies without any program running. A command is acknowledged once sent; the state shows what the
-arm reports (an output the arm has not confirmed yet keeps its commanded value for ``CONFIRM`` s).
+controller applies without any program running. A command is acknowledged once the IO interface took it (a
+refusal is the command's error and changes nothing); the state shows what the arm reports, except that a
+digital output the arm has not confirmed yet keeps its commanded value for ``CONFIRM`` s. Analog outputs:
+``analog_out_N`` is the ratio last commanded, ``analog_out_N_reported`` what the arm reports (V or mA, as its
+output is configured on the pendant).
 
 Bits of ``actual_digital_{input,output}_bits``: 0-7 standard, 8-15 configurable, 16-17 tool.
 """
@@ -32,6 +35,7 @@ def standard_io() -> IODevice:
     sigs += [Signal(f"configurable_out_{i}", "bool", role="output", writable=True) for i in range(8)]
     sigs += [Signal(f"analog_in_{i}", "float") for i in range(2)]
     sigs += [Signal(f"analog_out_{i}", "float", role="output", writable=True, span=(0.0, 1.0)) for i in range(2)]
+    sigs += [Signal(f"analog_out_{i}_reported", "float") for i in range(2)]
     return IODevice("standard_io", sigs, {"type": "URControlBox", "analog_out": "ratio of the span (0..1)"})
 
 
@@ -53,7 +57,7 @@ def reported(bits_in: int, bits_out: int, ain, aout) -> dict:
         v[f"tool_digital_in_{i}"] = bool(bits_in >> (16 + i) & 1)
         v[f"tool_digital_out_{i}"] = bool(bits_out >> (16 + i) & 1)
         v[f"analog_in_{i}"] = float(ain[i])
-        v[f"analog_out_{i}"] = float(aout[i])
+        v[f"analog_out_{i}_reported"] = float(aout[i])
     return v
 
 
@@ -75,28 +79,23 @@ class URIONode:
                 if time.monotonic() > end or rospy.is_shutdown():
                     raise RuntimeError(f"no UR controller at {self.ip}: {e}") from e
                 time.sleep(0.5)
-        self.lock = threading.Lock()
-        self.pending: dict = {}  # signal → (value, until): commanded, not yet reported by the arm
+        self.pending: dict = {}  # digital output → (value, until): commanded, not yet reported by the arm
         self.devices = [standard_io(), tool_io()]
-        self.server = IONodeServer("ur", self.devices, self._on_command, sim=False)
-        self.sent = {n: s.value for d in self.devices for n, s in d.signals.items() if s.writable}
-        self.period = 1.0 / rate
+        for d in self.devices:
+            d.writer = self._write  # (called under the device server's lock, before the set is applied)
+        self.server = IONodeServer("ur", self.devices, sim=False)
+        self.rate, self.period = rate, 1.0 / rate
         threading.Thread(target=self._poll, daemon=True, name="ur-io-poll").start()
         rospy.loginfo(f"UR IO on /io/ur/standard_io and /io/ur/tool_io ({self.ip})")
 
-    def _on_command(self, dev: IODevice) -> None:
-        """An accepted ``set`` changed output signals of ``dev``: send the changes to the arm."""
-        now = time.monotonic()
-        for name, sig in dev.signals.items():
-            if not sig.writable or self.sent.get(name) == sig.value:
-                continue
-            ok = self._send(name, sig.value)
-            if ok:
-                self.sent[name] = sig.value
-                with self.lock:
-                    self.pending[name] = (sig.value, now + CONFIRM)
-            else:
-                rospy.logerr(f"/io/ur/{dev.name}: the arm refused {name} = {sig.value!r} (RTDE IO link down?)")
+    def _write(self, changes) -> None:
+        """A ``set`` about to be applied: each output to the arm (ValueError: refused, nothing changes)."""
+        until = time.monotonic() + CONFIRM
+        for sig, v in changes:
+            if not self._send(sig.name, v):
+                raise ValueError(f"the arm's IO interface did not take {sig.name} = {v!r} (link down?)")
+            if not sig.name.startswith("analog"):
+                self.pending[sig.name] = (v, until)
 
     def _send(self, name: str, value) -> bool:
         kind, _, idx = name.rpartition("_")
@@ -131,27 +130,42 @@ class URIONode:
                 rospy.logerr_throttle(5.0, f"UR IO: no RTDE data from {self.ip}; reconnecting")
                 self._reconnect()
                 continue
-            now = time.monotonic()
-            with self.lock:
-                for name, (v, until) in list(self.pending.items()):
-                    if values[name] == v or now > until:
-                        del self.pending[name]
-                    else:
-                        values[name] = v  # (commanded, not yet reported)
-            for srv in self.server.devices:
-                d = srv.dev
-                mine = {k: values[k] for k in d.signals}
-                if any(d.signals[k].value != v for k, v in mine.items()):
-                    with srv.lock:
-                        d.set_inputs(mine)
-                    for k in mine:
-                        if k in self.sent:
-                            self.sent[k] = mine[k]
-                    srv.publish_state()
+            try:
+                self._show(values)
+            except Exception as e:  # (the thread must live on: a broken sample is logged and skipped)
+                rospy.logerr_throttle(5.0, f"UR IO: a sample could not be shown: {e}")
+
+    def _show(self, values: dict) -> None:
+        """The arm's report into the devices' states (under each device's lock, as commands are applied: a state
+        never acknowledges a command without its value)."""
+        now = time.monotonic()
+        for srv in self.server.devices:
+            d = srv.dev
+            with srv.lock:
+                mine = {}
+                for k in d.signals:
+                    if k not in values:
+                        continue  # (analog_out_N: the commanded ratio stays)
+                    v = values[k]
+                    if k in self.pending:
+                        want, until = self.pending[k]
+                        if v == want or now > until:
+                            del self.pending[k]
+                        else:
+                            v = want  # (commanded, not yet reported)
+                    mine[k] = v
+                changed = any(d.signals[k].value != v for k, v in mine.items())
+                if changed:
+                    d.set_inputs(mine)
+            if changed:
+                srv.publish_state()
 
     def _reconnect(self) -> None:
+        import rtde_receive
+
         try:
-            self.recv.reconnect()
+            old, self.recv = self.recv, rtde_receive.RTDEReceiveInterface(self.ip, self.rate, VARIABLES)
+            old.disconnect()  # (a new one, not reconnect(): that would drop the rate asked for)
             if not self.io.isConnected():
                 self.io.reconnect()
         except RuntimeError:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..config import RobotConfig
 from ..loop.channel import Channel
-from ..loop.layouts import MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
+from ..loop.layouts import MSG_ARM_RESULT, MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
 from ..safety.faults import describe
 from ..sources.trajectory import (END_ACCEL, END_SPEED, MAX_KP, R_FAULT, REASONS, STATUS_NAMES, TRACK_FEEDFORWARD,
                                   TRACK_POSITION, TRACK_VELOCITY)
@@ -71,6 +71,7 @@ class TrajectoryClient:
         self.results: dict[int, TrajectoryResult] = {}
         self.faults: list = []  # (code, joint index, loop time)
         self._faults_told = 0  # faults already named in a result
+        self.arm_answers: dict = {}  # request id → (ARM_RESULT_*, value) (Backend.request)
         self._buf = np.zeros(64)
 
     def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None,
@@ -182,6 +183,8 @@ class TrajectoryClient:
                     detail = describe(code, self.names[fj] if 0 <= fj < len(self.names) else "")
                 self.results[tid] = TrajectoryResult(tid, int(buf[1]), reason,
                                                      self.names[j] if 0 <= j < len(self.names) else "", detail)
+            elif ring.kind == MSG_ARM_RESULT:
+                self.arm_answers[int(buf[0])] = (int(buf[1]), float(buf[2]))
             elif ring.kind == MSG_FAULT:
                 self.faults.append((int(buf[0]), int(buf[1]), float(buf[2])))
 

@@ -1,0 +1,82 @@
+"""Services that reach the arm's own controller through the loop (``Backend.request``), for the arms that have
+them (``Backend.requests``): ``/robot/arm/zero_ft_sensor`` (std_srvs/Trigger), ``/robot/arm/set_payload``
+(intera_compat/SetPayload), ``/robot/arm/tool_contact`` (intera_compat/ToolContact).
+
+Arguments are checked here (a refusal names the field and nothing is sent); the request goes to the loop, whose
+backend asks the controller beside the cycle; the answer comes back on the loop's return ring (polled by the
+listener's publisher thread into ``answers``)."""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+import rospy
+from std_srvs.srv import Trigger, TriggerResponse
+
+from intera_compat.srv import SetPayload, SetPayloadResponse, ToolContact, ToolContactResponse
+
+from ..loop.layouts import (ARM_REQUESTS, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT,
+                            ARM_ZERO_FT)
+
+ANSWER_TIMEOUT = 10.0  # s
+
+
+class ArmServices:
+    def __init__(self, requests: frozenset, post, answers: dict, payload_max: float, backend: str):
+        """``post(array) -> bool``: a MSG_ARM_REQUEST to the loop; ``answers``: request id → (result, value)."""
+        self.post, self.answers, self.payload_max, self.backend = post, answers, payload_max, backend
+        self._ids = itertools.count(1)
+        unknown = set(requests) - set(ARM_REQUESTS)
+        if unknown:
+            raise ValueError(f"backend {backend} declares unknown arm requests {sorted(unknown)}")
+        if "zero_ft_sensor" in requests:
+            rospy.Service("/robot/arm/zero_ft_sensor", Trigger, self._zero_ft)
+        if "set_payload" in requests:
+            rospy.Service("/robot/arm/set_payload", SetPayload, self._payload)
+        if "tool_contact" in requests:
+            rospy.Service("/robot/arm/tool_contact", ToolContact, self._contact)
+
+    def _ask(self, code: int, args=()) -> tuple[bool, float, str]:
+        rid = next(self._ids)
+        if not self.post(np.array([rid, code, *args], dtype=float)):
+            return False, 0.0, "the realtime loop did not take the request (is it running?)"
+        end = time.monotonic() + ANSWER_TIMEOUT
+        while rid not in self.answers:
+            if time.monotonic() > end or rospy.is_shutdown():
+                return False, 0.0, f"no answer from the arm within {ANSWER_TIMEOUT:g} s"
+            time.sleep(0.005)
+        result, value = self.answers.pop(rid)
+        if result == ARM_RESULT_OK:
+            return True, value, ""
+        if result == ARM_RESULT_UNSUPPORTED:
+            return False, value, f"the {self.backend} arm does not serve this request"
+        why = " (its control script does not run: enable the robot once)" if value == -1.0 else ""
+        return False, value, f"the arm's controller refused or failed it{why}"
+
+    def _zero_ft(self, _req):
+        ok, _, why = self._ask(ARM_ZERO_FT)
+        return TriggerResponse(ok, "F/T sensor zeroed" if ok else why)
+
+    def _payload(self, req):
+        c = req.center_of_gravity
+        cog = (c.x, c.y, c.z)
+        if not (math.isfinite(req.mass) and 0.0 <= req.mass <= self.payload_max):
+            why = f"mass {req.mass} kg: give 0 .. {self.payload_max:g} kg (the arm's rated payload)"
+        elif not all(math.isfinite(x) for x in cog) or math.hypot(*cog) > 1.0:
+            why = f"center_of_gravity {cog}: give finite values within 1 m of the flange"
+        else:
+            ok, _, why = self._ask(ARM_SET_PAYLOAD, (req.mass, *cog))
+            return SetPayloadResponse(ok, f"payload {req.mass:g} kg at {cog}" if ok else why)
+        rospy.logerr(f"/robot/arm/set_payload refused: {why}")
+        return SetPayloadResponse(False, why)
+
+    def _contact(self, req):
+        d = list(req.direction)
+        if len(d) != 6 or not all(math.isfinite(x) for x in d):
+            why = f"direction has {len(d)} values {d}: give 6 finite ones"
+            rospy.logerr(f"/robot/arm/tool_contact refused: {why}")
+            return ToolContactResponse(0, False, why)
+        ok, value, why = self._ask(ARM_TOOL_CONTACT, d)
+        return ToolContactResponse(int(value) if ok else 0, ok, why)
