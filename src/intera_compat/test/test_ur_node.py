@@ -211,7 +211,17 @@ def test_zero_ft_payload_and_tool_contact_services_reach_the_controller(ur):
     rr = rtde_receive.RTDEReceiveInterface("127.0.0.1", 50.0, ["timestamp", "payload", "payload_cog"])
     for name in ("zero_ft_sensor", "set_payload", "tool_contact"):
         rospy.wait_for_service(f"/robot/arm/{name}", 10)
-    assert rospy.ServiceProxy("/robot/arm/zero_ft_sensor", Trigger)().success
+    contact = rospy.ServiceProxy("/robot/arm/tool_contact", ToolContact)
+    res = contact([0.0, 0.0, -1.0, 0.0, 0.0, 0.0])  # (a query: also while enabled)
+    assert res.success and res.cycles == 0, res.message  # in free space
+    assert not contact([0.0, 0.0, 1.0]).success  # 3 values: refused
+    zero = rospy.ServiceProxy("/robot/arm/zero_ft_sensor", Trigger)
+    res = zero()  # enabled: refused (the controller would stop taking the stream meanwhile)
+    assert not res.success and "disable the robot first" in res.message
+    _, _, state = ur
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: not state.msg.enabled, 5, period=0.2, every=lambda: enable.publish(False))
+    assert zero().success
     payload = rospy.ServiceProxy("/robot/arm/set_payload", SetPayload)
     res = payload(1.5, Vector3(0.0, 0.01, 0.05))
     assert res.success, res.message
@@ -222,10 +232,6 @@ def test_zero_ft_payload_and_tool_contact_services_reach_the_controller(ur):
     res = payload(float("nan"), Vector3(0.0, 0.0, 0.0))
     assert not res.success and "mass nan" in res.message
     assert rr.getPayload() == pytest.approx(1.5)
-    contact = rospy.ServiceProxy("/robot/arm/tool_contact", ToolContact)
-    res = contact([0.0, 0.0, -1.0, 0.0, 0.0, 0.0])
-    assert res.success and res.cycles == 0, res.message  # in free space
-    assert not contact([0.0, 0.0, 1.0]).success  # 3 values: refused
     rr.disconnect()
 
 
@@ -247,7 +253,8 @@ def test_a_program_paused_on_the_pendant_holds_the_robot_until_it_plays_again(ur
 
 def test_the_velocity_interface_follows_goals_and_a_disable_stops_the_arm(launch):
     from conftest import _start_robot
-    js = next(_start_robot(launch, "ur", "interface:=velocity"))
+    robot = _start_robot(launch, "ur", "interface:=velocity")
+    js = next(robot)
     state = Latest("/robot/state", RobotAssemblyState)
     assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
     client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
@@ -268,3 +275,4 @@ def test_the_velocity_interface_follows_goals_and_a_disable_stops_the_arm(launch
     time.sleep(1.0)
     assert np.abs(arm_positions(js) - q_stop).max() < 1e-3  # it stays
     state.close()
+    robot.close()

@@ -453,8 +453,15 @@ class URBackend(Backend):
                 ok = ctrl.zeroFtSensor()
             elif code == ARM_SET_PAYLOAD:
                 ok = ctrl.setPayload(float(args[0]), [float(x) for x in args[1:4]])
-            elif code == ARM_TOOL_CONTACT:
-                value, ok = float(ctrl.toolContact([float(x) for x in args[:6]])), True
+            elif code == ARM_TOOL_CONTACT:  # (ur_rtde reads the answer before the script has made it: the
+                direction = [float(x) for x in args[:6]]  # second call reads the first one's)
+                ctrl.toolContact(direction)
+                self.ctrl_lock.release()  # (the loop streams on meanwhile)
+                try:
+                    time.sleep(3.0 * self.period)
+                finally:
+                    self.ctrl_lock.acquire()
+                value, ok = float(ctrl.toolContact(direction)), True
             else:
                 self.answers.append((rid, float(ARM_RESULT_UNSUPPORTED), 0.0))
                 return

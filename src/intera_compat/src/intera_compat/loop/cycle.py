@@ -44,7 +44,7 @@ from ..sources.zero_g import ZeroGSource
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
-from .layouts import (MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_INTERACTION,
+from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_INTERACTION,
                       MSG_RESET, MSG_SAFETY_ESTOP,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
                       POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
@@ -328,7 +328,10 @@ class LoopCycle:
             elif kind == MSG_CUFF:
                 self.zero_g.squeezed = msg[0] > 0.5
             elif kind == MSG_ARM_REQUEST:
-                self.backend.request(msg[0], int(msg[1]), msg[2:k].copy())  # (rare: a copy is fine)
+                if int(msg[1]) in ARM_WHILE_DISABLED and self.robot_wanted:  # (the controller would stop
+                    self.backend.answers.append((msg[0], float(ARM_RESULT_ENABLED), 0.0))  # taking our stream)
+                else:
+                    self.backend.request(msg[0], int(msg[1]), msg[2:k].copy())  # (rare: a copy is fine)
             elif kind == MSG_INTERACTION:
                 self._interaction_command(k, now)
             elif kind == MSG_BYPASS:

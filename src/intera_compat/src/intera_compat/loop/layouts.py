@@ -34,7 +34,8 @@ MSG_ARM_RESULT = 22  # [request id, ARM_RESULT_*, value]
 # arm requests (Backend.request): codes and their args
 ARM_ZERO_FT, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT = 1, 2, 3  # [] | [mass, cog x, y, z] | [direction (6)]
 ARM_REQUESTS = {"zero_ft_sensor": ARM_ZERO_FT, "set_payload": ARM_SET_PAYLOAD, "tool_contact": ARM_TOOL_CONTACT}
-ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_RESULT_FAILED = 0, 1, 2
+ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_RESULT_FAILED, ARM_RESULT_ENABLED = 0, 1, 2, 3
+ARM_WHILE_DISABLED = (ARM_ZERO_FT, ARM_SET_PAYLOAD)  # requests the controller takes time over: robot disabled only
 
 SUPPRESS_GRAVITY, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF = range(4)
 SUPPRESS_KEYS = ("gravity", "collision_avoidance", "contact_safety", "cuff")

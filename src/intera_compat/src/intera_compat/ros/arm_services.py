@@ -1,6 +1,7 @@
 """Services that reach the arm's own controller through the loop (``Backend.request``), for the arms that have
 them (``Backend.requests``): ``/robot/arm/zero_ft_sensor`` (std_srvs/Trigger), ``/robot/arm/set_payload``
-(intera_compat/SetPayload), ``/robot/arm/tool_contact`` (intera_compat/ToolContact).
+(intera_compat/SetPayload) — both with the robot disabled only (the controller takes its time over them, and the
+loop's own model and wrench baseline are not told) — and ``/robot/arm/tool_contact`` (intera_compat/ToolContact).
 
 Arguments are checked here (a refusal names the field and nothing is sent); the request goes to the loop, whose
 backend asks the controller beside the cycle; the answer comes back on the loop's return ring (polled by the
@@ -17,7 +18,7 @@ from std_srvs.srv import Trigger, TriggerResponse
 
 from intera_compat.srv import SetPayload, SetPayloadResponse, ToolContact, ToolContactResponse
 
-from ..loop.layouts import (ARM_REQUESTS, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT,
+from ..loop.layouts import (ARM_REQUESTS, ARM_RESULT_ENABLED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT,
                             ARM_ZERO_FT)
 
 ANSWER_TIMEOUT = 10.0  # s
@@ -40,6 +41,8 @@ class ArmServices:
 
     def _ask(self, code: int, args=()) -> tuple[bool, float, str]:
         rid = next(self._ids)
+        for old in [k for k in self.answers if k < rid - 100]:  # (answers that came after their caller gave up)
+            self.answers.pop(old, None)
         if not self.post(np.array([rid, code, *args], dtype=float)):
             return False, 0.0, "the realtime loop did not take the request (is it running?)"
         end = time.monotonic() + ANSWER_TIMEOUT
@@ -50,6 +53,8 @@ class ArmServices:
         result, value = self.answers.pop(rid)
         if result == ARM_RESULT_OK:
             return True, value, ""
+        if result == ARM_RESULT_ENABLED:
+            return False, value, "disable the robot first (the controller stops executing motion while it does this)"
         if result == ARM_RESULT_UNSUPPORTED:
             return False, value, f"the {self.backend} arm does not serve this request"
         why = " (its control script does not run: enable the robot once)" if value == -1.0 else ""

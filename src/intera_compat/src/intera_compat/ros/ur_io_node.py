@@ -91,9 +91,14 @@ class URIONode:
     def _write(self, changes) -> None:
         """A ``set`` about to be applied: each output to the arm (ValueError: refused, nothing changes)."""
         until = time.monotonic() + CONFIRM
+        done = []
         for sig, v in changes:
             if not self._send(sig.name, v):
+                for s, old in reversed(done):  # (all or nothing: the ones sent go back)
+                    self._send(s.name, old)
                 raise ValueError(f"the arm's IO interface did not take {sig.name} = {v!r} (link down?)")
+            done.append((sig, sig.value))
+        for sig, v in changes:
             if not sig.name.startswith("analog"):
                 self.pending[sig.name] = (v, until)
 
