@@ -51,25 +51,23 @@ class DashboardServer(ThreadedServer):
 
     def _inject(self, what: str) -> str:
         c = self.controller
-        if what == "protective stop":
-            c.protective_stop()
-        elif what in ("estop on", "estop off"):
-            c.emergency_stop(what.endswith("on"))
-        elif what in ("rtde silent on", "rtde silent off") and self.rtde is not None:
-            self.rtde.silent = what.endswith("on")
-        elif what.startswith(("digital_in ", "analog_in ")):
-            try:
-                kind, index, value = what.split()
-                c.set_input(kind.split("_")[0], int(index), 1.0 if value == "on" else 0.0 if value == "off"
-                            else float(value))
-            except ValueError:
-                return f"could not understand: 'emulator {what}'"
-        elif what.startswith("slider "):
-            try:
-                c.set_speed_slider(float(what.split()[1]))
-            except ValueError:
-                return f"could not understand: 'emulator {what}'"
-        else:
+        words = what.split()
+        try:
+            if what == "protective stop":
+                c.protective_stop()
+            elif what in ("estop on", "estop off"):
+                c.emergency_stop(what.endswith("on"))
+            elif what in ("rtde silent on", "rtde silent off") and self.rtde is not None:
+                self.rtde.silent = what.endswith("on")
+            elif words[0] in ("digital_in", "analog_in") and len(words) == 3:
+                value = words[2]
+                c.set_input(words[0].split("_")[0], int(words[1]),
+                            1.0 if value == "on" else 0.0 if value == "off" else float(value))
+            elif words[0] == "slider" and len(words) == 2:
+                c.set_speed_slider(float(words[1]))
+            else:
+                raise ValueError(what)
+        except (ValueError, IndexError):
             return f"could not understand: 'emulator {what}'"
         return f"emulator: {what}"
 

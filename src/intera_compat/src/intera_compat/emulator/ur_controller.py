@@ -158,8 +158,8 @@ class URController:
             amask = int(values.get("standard_analog_output_mask", 0))
             for i in range(2):
                 if amask & (1 << i):
-                    v = float(values.get(f"standard_analog_output_{i}", 0.0))
-                    self.analog_out[i] = min(max(v, 0.0), 1.0) if np.isfinite(v) else self.analog_out[i]
+                    self.analog_out[i] = _fraction(float(values.get(f"standard_analog_output_{i}", 0.0)),
+                                                   self.analog_out[i])
 
     def set_input(self, kind: str, index: int, value: float) -> None:
         """Fault injection / the outside world: digital input ``index`` (0-17) on or off, analog input 0-1."""
@@ -174,7 +174,7 @@ class URController:
     def set_speed_slider(self, fraction: float) -> None:
         """The teach pendant's speed slider (0..1): the controller runs every motion at this fraction."""
         with self.lock:
-            self.speed_slider = min(max(fraction, 0.0), 1.0) if np.isfinite(fraction) else self.speed_slider
+            self.speed_slider = _fraction(fraction, self.speed_slider)
 
     def _end_script(self) -> None:
         self.script = False
@@ -195,7 +195,6 @@ class URController:
             return
         if self.script and self.watchdog_hz > 0 and time.monotonic() - self._last_input > 1.0 / self.watchdog_hz:
             self.watchdog_trips += 1
-            self.watchdog_hz = 0.0
             self._end_script()  # the RTDE watchdog's "stop" action: the program stops, the arm holds
         if self.script:
             cmd = int(self.inputs.get("input_int_register_0", NO_CMD))
@@ -407,6 +406,11 @@ class URController:
             **{f"output_int_register_{i}": x for i, x in enumerate(ints)},
             **{f"output_double_register_{i}": x for i, x in enumerate(doubles)},
         }
+
+
+def _fraction(value: float, keep: float) -> float:
+    """``value`` clamped to 0..1 (a non-finite one changes nothing: ``keep``)."""
+    return min(max(value, 0.0), 1.0) if np.isfinite(value) else keep
 
 
 def _trapezoid(t: float, T: float, ramp: float) -> float:

@@ -154,7 +154,7 @@ UNLOCK_RETRY = 7.0  # s the unlock is retried for (the controller refuses it unt
 
 
 class URBackend(Backend):
-    """A UR arm: ``options`` may override the config's ``ur`` section (``robot_ip``, ``rate``, ``link_timeout``)."""
+    """A UR arm: ``options`` may override the config's ``ur`` section (``URSettings.from_config``)."""
 
     clock = True
     requests = frozenset({"zero_ft_sensor", "set_payload", "tool_contact"})
@@ -262,9 +262,17 @@ class URBackend(Backend):
                 raise RuntimeError("the control script did not start (reuploadScript failed)")
         self._wait_for(lambda: self.recv.getRuntimeState() == RUNTIME_PLAYING, 5.0, "the control script to run",
                        gen)
+        self._arm_watchdog()
+        self._script_ok = True
+
+    def _script_runs(self) -> bool:
+        """ur_rtde's control script is ours and runs."""
+        return self._script_ok and self.ctrl is not None and self.ctrl.isProgramRunning()
+
+    def _arm_watchdog(self) -> None:
+        s = self.settings
         if s.watchdog_hz > 0 and not self.ctrl.setWatchdog(s.watchdog_hz):
             raise RuntimeError("setWatchdog refused")
-        self._script_ok = True
 
     def _power_up(self, gen: int) -> None:
         """Power on and release the brakes if the arm needs it, start the control script: the arm is ready."""
@@ -287,10 +295,10 @@ class URBackend(Backend):
         if r.getRuntimeState() in (RUNTIME_PAUSING, RUNTIME_PAUSED):
             raise RuntimeError("the program is paused on the teach pendant: play it there (enable does not "
                                "override the operator)")
-        if not (self._script_ok and self.ctrl is not None and self.ctrl.isProgramRunning()):
+        if not self._script_runs():
             self._start_script(gen)
-        elif s.watchdog_hz > 0 and not self.ctrl.setWatchdog(s.watchdog_hz):  # (a script ur_rtde restarted
-            raise RuntimeError("setWatchdog refused")  # by itself after a reconnect runs without it)
+        else:
+            self._arm_watchdog()  # (a script ur_rtde restarted by itself after a reconnect runs without it)
         with self._flags:
             self._check(gen)
             self._ready = self._wanted
@@ -321,8 +329,7 @@ class URBackend(Backend):
                             raise
                         time.sleep(0.5)
                 self._wait_for(lambda: r.getSafetyMode() in SAFETY_OK, 3.0, "the protective stop to unlock", gen)
-            if r.getRobotMode() == ROBOT_RUNNING and r.getSafetyMode() in SAFETY_OK and not (
-                    self.ctrl is not None and self.ctrl.isProgramRunning() and self._script_ok):
+            if r.getRobotMode() == ROBOT_RUNNING and r.getSafetyMode() in SAFETY_OK and not self._script_runs():
                 self._start_script(gen)
         finally:
             if seq == self._resets:  # (a newer reset keeps its own grace)
@@ -337,10 +344,9 @@ class URBackend(Backend):
             time.sleep(0.01)
 
     def _stop_motion(self, gen: int) -> None:
-        ctrl = self.ctrl
-        if ctrl is not None and self._script_ok and ctrl.isProgramRunning():
+        if self._script_runs():
             decel = self.settings.stop_deceleration
-            ctrl.speedStop(decel) if self.velocity_mode else ctrl.servoStop(decel)
+            self.ctrl.speedStop(decel) if self.velocity_mode else self.ctrl.servoStop(decel)
 
     # ---- the cycle ---------------------------------------------------------------------------------
     def wait(self, timeout: float) -> bool:

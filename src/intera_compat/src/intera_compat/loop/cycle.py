@@ -44,8 +44,9 @@ from ..sources.zero_g import ZeroGSource
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
-from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_INTERACTION,
-                      MSG_RESET, MSG_SAFETY_ESTOP,
+from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS,
+                      MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_INTERACTION, MSG_RESET,
+                      MSG_SAFETY_ESTOP,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
                       POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
                       SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
@@ -720,14 +721,12 @@ class LoopCycle:
         self.safety_changed = False
 
     def _results(self) -> None:
-        answers = self.backend.answers
+        o, answers = self._out, self.backend.answers
         while answers:
-            o = self._out
             o[:3] = answers.popleft()
             self.ch.from_loop.push(MSG_ARM_RESULT, o[:3])
         res = self.trajectory.results
         if res:
-            o = self._out
             for r in res:
                 o[:] = r
                 self.ch.from_loop.push(MSG_TRAJ_RESULT, o)

@@ -18,8 +18,8 @@ from std_srvs.srv import Trigger, TriggerResponse
 
 from intera_compat.srv import SetPayload, SetPayloadResponse, ToolContact, ToolContactResponse
 
-from ..loop.layouts import (ARM_REQUESTS, ARM_RESULT_ENABLED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT,
-                            ARM_ZERO_FT)
+from ..loop.layouts import (ARM_REQUESTS, ARM_RESULT_ENABLED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD,
+                            ARM_TOOL_CONTACT, ARM_ZERO_FT)
 
 ANSWER_TIMEOUT = 10.0  # s
 
@@ -54,7 +54,8 @@ class ArmServices:
         if result == ARM_RESULT_OK:
             return True, value, ""
         if result == ARM_RESULT_ENABLED:
-            return False, value, "disable the robot first (the controller stops executing motion while it does this)"
+            return False, value, ("disable the robot first (the controller stops executing motion while it does "
+                                  "this)")
         if result == ARM_RESULT_UNSUPPORTED:
             return False, value, f"the {self.backend} arm does not serve this request"
         why = " (its control script does not run: enable the robot once)" if value == -1.0 else ""

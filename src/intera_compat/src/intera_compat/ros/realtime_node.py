@@ -35,8 +35,8 @@ from ..loop.channel import Channel
 from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
-from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
-                            MSG_STOP, MSG_SUPPRESS,
+from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_INTERACTION, MSG_RESET,
+                            MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
 from ..model.robot_model import RobotModel

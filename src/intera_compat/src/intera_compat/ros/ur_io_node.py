@@ -64,15 +64,15 @@ def reported(bits_in: int, bits_out: int, ain, aout) -> dict:
 class URIONode:
     def __init__(self):
         import rtde_io
-        import rtde_receive
 
         self.ip = rospy.get_param("~robot_ip", "") or URSettings.from_config(
             load_config(rospy.get_param("~config", None))).robot_ip
-        rate = float(rospy.get_param("~rate", 50.0))
+        self.rate = float(rospy.get_param("~rate", 50.0))
+        self.period = 1.0 / self.rate
         end = time.monotonic() + float(rospy.get_param("~startup_timeout", 30.0))
         while True:
             try:
-                self.recv = rtde_receive.RTDEReceiveInterface(self.ip, rate, VARIABLES)
+                self.recv = self._receive_interface()
                 self.io = rtde_io.RTDEIOInterface(self.ip)
                 break
             except RuntimeError as e:
@@ -84,7 +84,6 @@ class URIONode:
         for d in self.devices:
             d.writer = self._write  # (called under the device server's lock, before the set is applied)
         self.server = IONodeServer("ur", self.devices, sim=False)
-        self.rate, self.period = rate, 1.0 / rate
         threading.Thread(target=self._poll, daemon=True, name="ur-io-poll").start()
         rospy.loginfo(f"UR IO on /io/ur/standard_io and /io/ur/tool_io ({self.ip})")
 
@@ -165,11 +164,14 @@ class URIONode:
             if changed:
                 srv.publish_state()
 
-    def _reconnect(self) -> None:
+    def _receive_interface(self):
         import rtde_receive
 
+        return rtde_receive.RTDEReceiveInterface(self.ip, self.rate, VARIABLES)
+
+    def _reconnect(self) -> None:
         try:
-            old, self.recv = self.recv, rtde_receive.RTDEReceiveInterface(self.ip, self.rate, VARIABLES)
+            old, self.recv = self.recv, self._receive_interface()
             old.disconnect()  # (a new one, not reconnect(): that would drop the rate asked for)
             if not self.io.isConnected():
                 self.io.reconnect()

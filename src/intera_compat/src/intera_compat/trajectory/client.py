@@ -17,7 +17,8 @@ import numpy as np
 
 from ..config import RobotConfig
 from ..loop.channel import Channel
-from ..loop.layouts import MSG_ARM_RESULT, MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
+from ..loop.layouts import (MSG_ARM_RESULT, MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT,
+                            MSG_TRAJ_SCALING)
 from ..safety.faults import describe
 from ..sources.trajectory import (END_ACCEL, END_SPEED, MAX_KP, R_FAULT, REASONS, STATUS_NAMES, TRACK_FEEDFORWARD,
                                   TRACK_POSITION, TRACK_VELOCITY)
@@ -165,6 +166,9 @@ class TrajectoryClient:
             raise TrajectoryError(f"scaling is {factor}")
         self.ch.post(MSG_TRAJ_SCALING, np.array([traj_id, min(max(float(factor), 0.0), 1.0)]))
 
+    def _joint_name(self, j: int) -> str:
+        return self.names[j] if 0 <= j < len(self.names) else ""  # (-1: the arm, no joint)
+
     def poll(self) -> None:
         """Collect results and faults the loop sent back."""
         ring, buf = self.ch.from_loop, self._buf
@@ -173,16 +177,14 @@ class TrajectoryClient:
             if k < 0:
                 return
             if ring.kind == MSG_TRAJ_RESULT:
-                j = int(buf[3])
                 tid = int(buf[0])
                 reason = int(buf[2])
                 detail = ""
                 if reason == R_FAULT and len(self.faults) > self._faults_told:  # (a fault comes before the
                     self._faults_told = len(self.faults)  # results it ends; each is told once)
                     code, fj, _ = self.faults[-1]
-                    detail = describe(code, self.names[fj] if 0 <= fj < len(self.names) else "")
-                self.results[tid] = TrajectoryResult(tid, int(buf[1]), reason,
-                                                     self.names[j] if 0 <= j < len(self.names) else "", detail)
+                    detail = describe(code, self._joint_name(fj))
+                self.results[tid] = TrajectoryResult(tid, int(buf[1]), reason, self._joint_name(int(buf[3])), detail)
             elif ring.kind == MSG_ARM_RESULT:
                 self.arm_answers[int(buf[0])] = (int(buf[1]), float(buf[2]))
             elif ring.kind == MSG_FAULT:
