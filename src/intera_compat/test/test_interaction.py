@@ -8,7 +8,8 @@ import pytest
 from intera_compat.config import load_config
 from intera_compat.control.interaction import (FORCE, FORCE_WITH_MOTION_LIMIT, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT,
                                                CartesianAdmittance, CartesianImpedance, InteractionLimits,
-                                               InteractionParams, pack)
+                                               InteractionParams, freedrive_axes, pack)
+from intera_compat.hardware.base import Capability
 from intera_compat.hardware.sim import SimBackend, SimPositionBackend
 from intera_compat.loop.layouts import MSG_CUFF, MSG_INTERACTION, POSITION_MODE
 from intera_compat.loop.offline import OfflineLoop
@@ -408,3 +409,88 @@ def test_a_push_at_the_tool_point_does_not_turn_the_tool_on_a_position_arm(rm):
     x = rm.fk(L.q, "right_hand")
     assert np.linalg.norm(pin.log3(x.rotation @ x0.rotation.T)) < 0.02  # (without the shift: ~0.05 rad)
     assert (x.translation + x.rotation @ np.array([0, 0, 0.2]) - point)[1] > 0.025  # 8 N / 200 N/m = 4 cm
+
+
+# ---- an arm whose own controller has force mode and freedrive (a UR): what the loop hands it ----------------
+class ForceModeArm(SimPositionBackend):
+    """The position arm, declaring force mode and freedrive (it does neither: what the loop asks is recorded)."""
+
+    capabilities = SimPositionBackend.capabilities | {Capability.FORCE_MODE, Capability.FREEDRIVE}
+
+    def write(self, command):
+        self.asked = command.cartesian.copy()
+        super().write(command)
+
+
+def force_mode_arm():
+    L = OfflineLoop(CFG, backend=ForceModeArm(RobotModel(CFG), CFG.full_pose("neutral")))
+    L.run(0.1)
+    return L
+
+
+def test_the_force_axes_go_to_an_arm_with_force_mode_and_the_loop_leaves_them_to_it(rm):
+    L = force_mode_arm()
+    x0 = hand(L, rm)
+    interact(L, modes=(IMPEDANCE, IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE), force=(0, 0, -10.0, 0, 0, 0))
+    L.run(1.0)
+    axes, wrench, frame, free, _ = L.backend.asked
+    assert axes.tolist() == [0, 0, 1, 0, 0, 0] and wrench.tolist() == [0, 0, -10.0, 0, 0, 0]
+    assert frame[:3] == pytest.approx(x0, abs=0.01) and frame[3:] == pytest.approx(np.zeros(3))  # the base's axes
+    assert not free.any()
+    # this arm does not regulate the force: the loop's command along z follows the arm, it does not push on (the
+    # admittance alone would have driven the hand 8 cm down in this second, as the next arm shows)
+    assert hand(L, rm) == pytest.approx(x0, abs=0.002)
+    P = position_arm()
+    interact(P, modes=(IMPEDANCE, IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE), force=(0, 0, -10.0, 0, 0, 0))
+    P.run(1.0)
+    assert hand(P, rm)[2] < x0[2] - 0.05
+    L.event(MSG_INTERACTION, *words(active=False))
+    L.run(0.1)
+    assert not L.backend.asked.any()  # off: nothing asked of the arm's controller
+    assert hand(L, rm) == pytest.approx(x0, abs=0.002)
+
+
+def test_a_constrained_zero_g_goes_to_an_arm_with_freedrive_and_the_setpoint_follows_the_arm(rm):
+    L = force_mode_arm()
+    q = np.sqrt(0.5)
+    interact(L, K=(0, 0, 0, 0, 0, 0), max_k=(False, False, True, True, True, True), rotations_cz=True,
+             orientation=(0, 0, q, q))  # the frame turned 90° about z
+    L.run(0.2)
+    axes, _, _, free, frame = L.backend.asked
+    assert free.tolist() == [1, 1, 0, 0, 0, 0] and not axes.any()
+    assert frame[3:] == pytest.approx([0, 0, np.pi / 2]) and frame[:3] == pytest.approx(np.zeros(3))
+    x0 = hand(L, rm)
+    L.backend.apply_wrench("right_hand", [10.0, 0, 0, 0, 0, 0], 1.0)  # along a free axis
+    L.run(0.8)
+    # the setpoint is where the arm is, whatever moves it (this arm's servo, given its own position, yields: it
+    # is no freedrive, which would hold z): no admittance of the loop's own, no spring pulling it back
+    assert L.cycle.sp.q[:7] == pytest.approx(L.q[:7], abs=0.003)
+    assert np.linalg.norm(hand(L, rm)[:2] - x0[:2]) > 0.02
+    L.event(MSG_INTERACTION, *words(active=False))
+    L.run(0.1)
+    assert not L.backend.asked.any()
+
+
+@pytest.mark.parametrize("kw, free", [
+    (dict(K=(0, 0, 0, 0, 0, 0), max_k=(False, False, True, True, True, True), rotations_cz=True), [1, 1, 0, 0, 0, 0]),
+    (dict(K=(0, 1300, 0, 30, 30, 30)), [1, 0, 1, 0, 0, 0]),  # K at the cap counts as held
+    (dict(K=(0, 0, 0, 0, 0, 0), rotations_cz=True), [1] * 6),
+    (dict(K=(0, 0, 0, 0, 0, 0)), None),  # free rotations would lose the ±82.5° wall
+    (dict(K=(0, 500, 1300, 30, 30, 30)), None),  # a spring freedrive has not
+    (dict(K=(0, 1300, 1300, 30, 30, 30), in_endpoint=True), None),  # the feature frame would not follow the tool
+    (dict(modes=(FORCE,) + (IMPEDANCE,) * 5, K=(0, 1300, 1300, 30, 30, 30)), None),
+    (dict(K=(1300, 1300, 1300, 30, 30, 30)), None),  # nothing free
+])
+def test_which_commands_freedrive_carries_out_exactly(kw, free):
+    p = InteractionParams(words(**kw), 7)
+    got = freedrive_axes(p, np.repeat(LIM.k_cap, 3))
+    assert (got is None and free is None) or got.astype(int).tolist() == free
+
+
+def test_a_sawyers_seven_nullspace_stiffnesses_are_ignored_on_a_six_joint_arm():
+    w, notes = pack(True, [IMPEDANCE] * 6, [1300] * 3 + [30] * 3, [], [], SDK_NULLSPACE, [], (0, 0, 0), (0, 0, 0, 1),
+                    "", False, False, False, False, 6, "right_hand", LIM)
+    assert InteractionParams(w, 6).K_ns.tolist() == [0.0] * 6 and "ignored" in notes[0]
+    with pytest.raises(ValueError, match="K_nullspace has 5 values"):
+        pack(True, [IMPEDANCE] * 6, [1300] * 6, [], [], [1.0] * 5, [], (0, 0, 0), (0, 0, 0, 1), "", False, False,
+             False, False, 6, "right_hand", LIM)

@@ -197,3 +197,59 @@ def test_the_speed_slider_slows_the_controllers_own_motion_and_is_reported(runni
     assert abs(rr.getActualQd()[0]) < 1e-3 and rr.getActualQ()[0] > q0[0]  # stopped where it got to, not aborted
     assert rc.isProgramRunning()
     assert rc.speedStop()
+
+
+def mode(db) -> str:
+    db.send("emulator mode\n")
+    return db.receive()
+
+
+def tcp(rr) -> np.ndarray:
+    return np.array(rr.getActualTCPPose()[:3])
+
+
+def test_force_mode_regulates_the_compliant_axis_and_the_others_follow_the_program(running):
+    rc, rr, db = running
+    x0, q0 = tcp(rr), rr.getActualQ()
+    # +10 N along base z, at most 0.05 m/s there; nothing pushes back: the tool rises at the speed limit
+    assert rc.forceMode([0.0] * 6, [0, 0, 1, 0, 0, 0], [0, 0, 10.0, 0, 0, 0], 2, [0.1, 0.1, 0.03, 1, 1, 1])
+    for _ in range(250):  # (servoJ to where the arm was: the program holds x, y and the orientation)
+        t = rc.initPeriod()
+        rc.servoJ(q0, 0.0, 0.0, 0.002, 0.1, 300)
+        rc.waitPeriod(t)
+    assert "force 001000 freedrive off" in mode(db)
+    rise = tcp(rr) - x0
+    assert 0.01 < rise[2] < 0.03 * 0.5 + 0.002 and np.abs(rise[:2]).max() < 0.001
+    inject(db, "push 0 0 -10 0 0 0 1.5")  # a hand pushes down with what the tool pushes up: equilibrium, it stops
+    time.sleep(0.5)
+    z = tcp(rr)[2]
+    time.sleep(0.5)
+    assert abs(tcp(rr)[2] - z) < 0.002
+    assert rc.forceModeStop()
+    assert "force off" in mode(db)
+    z = tcp(rr)[2]
+    time.sleep(0.5)
+    assert abs(tcp(rr)[2] - z) < 0.001  # held where force mode left it
+
+
+def test_freedrive_yields_to_a_hand_along_the_free_axes_only_and_ignores_motion(running):
+    rc, rr, db = running
+    turned = [0, 0, 0, 0, 0, np.pi / 2]  # the feature frame turned 90° about z: its x is the base's y
+    assert rc.freedriveMode([1, 0, 0, 0, 0, 0], turned)
+    assert "freedrive 100000" in mode(db)
+    x0 = tcp(rr)
+    inject(db, "push 8 0 0 0 0 0 1")  # along base x: held
+    time.sleep(1.2)
+    assert np.abs(tcp(rr) - x0).max() < 0.001
+    inject(db, "push 0 8 0 0 0 0 1")  # along base y (the feature's x): free
+    time.sleep(1.2)
+    moved = tcp(rr) - x0
+    assert moved[1] > 0.05 and abs(moved[0]) < 0.002 and abs(moved[2]) < 0.002
+    assert rc.servoJ(rr.getActualQ(), 0.0, 0.0, 0.002, 0.1, 300)  # a motion command in freedrive: ignored
+    time.sleep(0.05)
+    assert "ignored 0" not in mode(db)
+    assert rc.endFreedriveMode() and "freedrive off" in mode(db)
+    x1 = tcp(rr)
+    inject(db, "push 0 8 0 0 0 0 1")  # out of freedrive: the arm holds
+    time.sleep(1.0)
+    assert np.abs(tcp(rr) - x1).max() < 0.001

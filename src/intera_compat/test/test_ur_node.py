@@ -12,8 +12,9 @@ import pytest
 import rospy
 from actionlib_msgs.msg import GoalStatus
 from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult
-from geometry_msgs.msg import PoseStamped
-from intera_core_msgs.msg import IOComponentCommand, IODeviceStatus, RobotAssemblyState
+from geometry_msgs.msg import Pose, PoseStamped
+from intera_core_msgs.msg import (EndpointState, InteractionControlCommand, IOComponentCommand, IODeviceStatus,
+                                  RobotAssemblyState)
 from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
                                     WaypointOptions)
 from ros_helpers import Latest, arm_positions, publisher, wait_for
@@ -276,3 +277,73 @@ def test_the_velocity_interface_follows_goals_and_a_disable_stops_the_arm(launch
     assert np.abs(arm_positions(js) - q_stop).max() < 1e-3  # it stays
     state.close()
     robot.close()
+
+
+def interaction(**kw) -> InteractionControlCommand:
+    """What intera_interface's InteractionOptions sends (a Sawyer's seven K_nullspace values included), with
+    ``kw`` changed."""
+    frame = Pose()
+    frame.orientation.w = 1.0
+    msg = InteractionControlCommand(interaction_control_active=True, K_impedance=[1300, 1300, 1300, 30, 30, 30],
+                                    max_impedance=[True] * 6, K_nullspace=[5, 10, 5, 10, 5, 10, 5],
+                                    force_command=[0] * 6, interaction_frame=frame, endpoint_name="right_hand",
+                                    interaction_control_mode=[1] * 6)
+    msg.header.frame_id = "base"
+    for k, v in kw.items():
+        setattr(msg, k, v)
+    return msg
+
+
+def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
+    """set_interaction_options.py / constrained_zeroG.py shapes on a UR: the FORCE axes to the controller's
+    forceMode (up to the motion limit's wall), a constrained zero-G to its freedriveMode; neither leaves a jump
+    or an error behind, and a disable ends both."""
+    _, js, state = ur
+    tip = Latest("/robot/limb/right/endpoint_state", EndpointState)
+    pub = publisher("/robot/limb/right/interaction_control_command", InteractionControlCommand)
+
+    def where():
+        p = tip.msg.pose.position
+        return np.array([p.x, p.y, p.z])
+
+    def emulator_mode():
+        return dashboard("emulator mode")[0]
+
+    assert wait_for(lambda: tip.msg is not None, 10)
+    x0 = where()
+    # FORCE_WITH_MOTION_LIMIT, 10 N up: the controller lifts the tool (nothing resists) until the 0.12 m wall
+    pub.publish(interaction(interaction_control_mode=[1, 1, 4, 1, 1, 1], force_command=[0, 0, 10, 0, 0, 0]))
+    assert wait_for(lambda: "force 001000" in emulator_mode(), 5, period=0.1)
+    assert wait_for(lambda: where()[2] - x0[2] > 0.06, 10, period=0.1)
+    time.sleep(4.0)
+    x1 = where()
+    assert 0.11 < x1[2] - x0[2] < 0.135 and np.abs(x1[:2] - x0[:2]).max() < 0.005  # held at the wall, x y kept
+    assert "force off" in emulator_mode()  # (the wall: the loop took the axis back)
+    pub.publish(interaction(interaction_control_active=False))  # off: a hold where it is
+    time.sleep(1.0)
+    assert np.abs(where() - x1).max() < 0.003 and not state.msg.error
+    # constrained zero-G in the horizontal plane (constrained_zeroG.py -ph)
+    pub.publish(interaction(K_impedance=[0] * 6, max_impedance=[False, False, True, True, True, True],
+                            rotations_for_constrained_zeroG=True))
+    assert wait_for(lambda: "freedrive 110000" in emulator_mode(), 5, period=0.1)
+    x2 = where()
+    dashboard("emulator push 6 0 -6 0 0 0 1")  # a hand pushes along x and down: only x is free
+    time.sleep(1.5)
+    x3 = where()
+    assert x3[0] - x2[0] > 0.05 and abs(x3[2] - x2[2]) < 0.003
+    assert emulator_mode().endswith("ignored 0")  # nothing was streamed into freedrive
+    pub.publish(interaction(interaction_control_active=False))
+    assert wait_for(lambda: "freedrive off" in emulator_mode(), 5, period=0.1)
+    time.sleep(1.0)
+    assert np.abs(where() - x3).max() < 0.003 and state.msg.enabled and not state.msg.error  # held, no jump
+    # freedrive again, then a disable: freedrive ends with it, and the robot enables again
+    pub.publish(interaction(K_impedance=[0] * 6, max_impedance=[False, False, True, True, True, True],
+                            rotations_for_constrained_zeroG=True))
+    assert wait_for(lambda: "freedrive 110000" in emulator_mode(), 5, period=0.1)
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: not state.msg.enabled, 5, period=0.2, every=lambda: enable.publish(False))
+    assert wait_for(lambda: "freedrive off" in emulator_mode(), 5, period=0.1)
+    pub.publish(interaction(interaction_control_active=False))
+    assert wait_for(lambda: state.msg.enabled, 20, period=0.2, every=lambda: enable.publish(True))
+    assert not state.msg.error
+    tip.close()

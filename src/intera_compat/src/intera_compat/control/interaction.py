@@ -157,6 +157,10 @@ def pack(active: bool, modes, K, max_k, D, K_ns, force, frame_position, frame_or
         for i in np.flatnonzero(d > dcap):
             notes.append(f"D_impedance[{i}] {d[i]:g} capped to {dcap[i]:g}")
         np.minimum(d, dcap, out=d)
+    K_ns = list(K_ns)
+    if n < 7 and len(K_ns) == 7:  # (the SDK's InteractionOptions always sends a Sawyer's seven)
+        notes.append(f"K_nullspace has 7 values (a Sawyer's) for this {n}-joint arm: ignored")
+        K_ns = []
     ns = _vector("K_nullspace", K_ns, n)
     ns = np.zeros(n) if ns is None else ns
     if (ns < 0).any():
@@ -280,6 +284,20 @@ def controlled_point(p: InteractionParams, x, J, r, Jp) -> np.ndarray:
     Jp[:] = J
     Jp[:3] -= pin.skew(r) @ J[3:]
     return Jp
+
+
+def freedrive_axes(p: InteractionParams, k_cap: np.ndarray) -> np.ndarray | None:
+    """The free axes (bool, interaction frame) when ``p`` is a constrained zero-G an arm's freedrive carries out
+    exactly — every axis IMPEDANCE, either free (K 0) or held (max_impedance, or K at the cap), at least one
+    free, a frame fixed in the base (not ``in_endpoint_frame``), free rotations only with
+    ``rotations_for_constrained_zeroG`` (freedrive knows no ±82.5° wall) — else None."""
+    if not p.active or p.in_endpoint_frame or (p.modes != IMPEDANCE).any():
+        return None
+    free = (p.K == 0.0) & ~p.max_k
+    held = p.max_k | (p.K >= k_cap)
+    if not (free | held).all() or not free.any() or (free[3:].any() and not p.rotations_cz):
+        return None
+    return free
 
 
 class CartesianImpedance:
@@ -455,7 +473,13 @@ class CartesianAdmittance:
     floor even where force-mode damping is disabled. The step is bounded by the joints' speed and position
     limits and the command never leads the measured joints by more than ``admittance_max_lag``; when a bound
     cuts the step, δ is recomputed from the pose actually commanded (no wind-up against a blocked arm).
-    δ is kept in base axes, so a change of the interaction frame does not move the arm."""
+    δ is kept in base axes, so a change of the interaction frame does not move the arm.
+
+    An arm whose own controller regulates force (``hand_force``: a UR's force mode) is handed the FORCE axes;
+    there (``delegated``) the offset follows the measured endpoint instead of the virtual mass, so the command
+    agrees with the arm and nothing jumps when the axis comes back. A FORCE_WITH_MOTION_LIMIT axis is taken back
+    at its motion limit (the wall holds it) and handed out again once the arm is back within 90 % of it. An
+    arm with freedrive is put in it for a constrained zero-G it carries out exactly (``free``)."""
 
     def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
         self.rm, self.arm, self.lim, self.dt = rm, arm, limits, dt
@@ -497,13 +521,21 @@ class CartesianAdmittance:
         self._w = np.zeros(6)
         self._lam2 = 1e-4 * np.eye(6)
         self._ns_rate = limits.admittance_nullspace_rate * dt / limits.kns_cap
+        self.delegated = np.zeros(6, dtype=bool)  # interaction-frame axes the arm's force mode regulates
+        self._meas = np.zeros(6)  # the measured endpoint's offset from the reference (base axes)
+        self._pos, self._Ra = np.zeros(3), np.eye(3)  # the controlled point and the interaction frame, last cycle
+        self._walled = np.zeros(6, dtype=bool)
+        self.free: np.ndarray | None = None  # freedrive's free axes for these parameters (None: not a freedrive)
 
     def set(self, params: InteractionParams) -> None:
         self.params = params
+        self.free = freedrive_axes(params, self._k_lo)
 
     def start(self, q: np.ndarray) -> None:
         """Interaction takes the arm (or its reference was reset) at measured joint positions ``q`` (arm
         joints): no offset, at rest."""
+        self.delegated[:] = False
+        self._walled[:] = False
         self.delta[:] = 0.0
         self.delta_v[:] = 0.0
         self.q_cmd[:] = q
@@ -538,6 +570,28 @@ class CartesianAdmittance:
         self.v_cmd[:] = 0.0
         self.delta_v[:] = 0.0
 
+    def hand_force(self, axes: np.ndarray, wrench: np.ndarray, frame: np.ndarray) -> None:
+        """Fill an arm's force-mode request (``HardwareCommand`` rows: compliant axes, wrench, task frame) from
+        this cycle's parameters and offset; the axes handed out are ``delegated`` from the next cycle on."""
+        p, d = self.params, self.delegated
+        limited = p.modes == FORCE_WITH_MOTION_LIMIT
+        reach = np.abs(self._da)
+        self._walled |= limited & (reach >= self._mlim)
+        self._walled &= ~(limited & (reach < 0.9 * self._mlim))
+        np.copyto(d, p.force_axes)
+        d &= ~self._walled
+        axes[:] = d
+        np.multiply(p.force, d, out=wrench)
+        frame[:3] = self._pos
+        frame[3:] = pin.log3(self._Ra)
+
+    def hand_freedrive(self, axes: np.ndarray, frame: np.ndarray) -> None:
+        """Fill an arm's freedrive request (``HardwareCommand`` rows: free axes, feature frame: the interaction
+        frame's axes at the base's origin)."""
+        axes[:] = self.free
+        frame[:3] = 0.0
+        frame[3:] = pin.log3(self.params.frame_rotation)
+
     def _fk(self, q_arm: np.ndarray, q_full: np.ndarray):
         self._q[:] = 0.0
         self.rm.to_pin(q_full, self._q)
@@ -571,6 +625,13 @@ class CartesianAdmittance:
         else:
             xd_ref[:] = 0.0
         self._p_ref_prev[:], self._R_ref_prev[:], self._has_ref = p_ref, R_ref, True
+        delegating = bool(self.delegated.any())
+        if delegating:  # where the arm's endpoint is (the delegated axes' offset follows it)
+            xm = self._fk(q[arm], q)[0]
+            self._meas[:3] = xm.translation - p_ref
+            if p.has_offset:
+                self._meas[:3] += xm.rotation @ p.offset
+            self._meas[3:] = pin.log3(xm.rotation @ R_ref.T)
         x, J = self._fk(self.q_cmd, q)
         J = controlled_point(p, x, J, self._r, self._Jp)
         pos = x.translation + self._r
@@ -579,6 +640,7 @@ class CartesianAdmittance:
             self.delta[3:] = pin.log3(x.rotation @ R_ref.T)
             self._cut = False
         Ra = x.rotation @ p.frame_rotation if p.in_endpoint_frame else p.frame_rotation
+        self._pos[:], self._Ra[:] = pos, Ra
         R6 = self._R6
         R6[:3, :3] = Ra
         R6[3:, 3:] = Ra
@@ -613,6 +675,9 @@ class CartesianAdmittance:
         self._cap_norm(dva[3:], self._speed[1])
         np.multiply(dva, self.dt, out=self._tmp)
         da += self._tmp
+        if delegating:
+            np.copyto(da, R6.T @ self._meas, where=self.delegated)
+            np.copyto(dva, 0.0, where=self.delegated)
         if not p.rotations_cz:
             theta = float(np.linalg.norm(da[3:]))
             if theta > lim.rotation_wall:  # the wall: the offset goes no further

@@ -5,7 +5,10 @@ Replies are the controller's wording; what ur_rtde checks exactly: ``docs/ur_rtd
 Fault injection (the emulator's own commands, which a real controller would not understand): ``emulator
 protective stop``, ``emulator estop on|off`` (the robot's E-stop button), ``emulator rtde silent on|off`` (no
 RTDE data packages: clients time out), ``emulator slider F`` (the teach pendant's speed slider, 0..1),
-``emulator digital_in N on|off`` (0-7 standard, 8-15 configurable, 16-17 tool), ``emulator analog_in N V``."""
+``emulator digital_in N on|off`` (0-7 standard, 8-15 configurable, 16-17 tool), ``emulator analog_in N V``,
+``emulator push Fx Fy Fz Tx Ty Tz S`` (a wrench pushed onto the tool for S seconds: a hand guiding the arm).
+``emulator mode`` answers with the arm's force mode and freedrive axes (``force 001000 freedrive off ignored 0``:
+the compliant / free axes of the task / feature frame, and the motion commands ignored in freedrive)."""
 from __future__ import annotations
 
 import socketserver
@@ -65,6 +68,13 @@ class DashboardServer(ThreadedServer):
                             1.0 if value == "on" else 0.0 if value == "off" else float(value))
             elif words[0] == "slider" and len(words) == 2:
                 c.set_speed_slider(float(words[1]))
+            elif words[0] == "push" and len(words) == 8:
+                c.push([float(x) for x in words[1:7]], float(words[7]))
+            elif what == "mode":
+                with c.lock:
+                    force = "off" if c.force_mode is None else "".join("1" if b else "0" for b in c.force_mode[0])
+                    free = "off" if c.freedrive is None else "".join("1" if b else "0" for b in c.freedrive[0])
+                    return f"emulator: force {force} freedrive {free} ignored {c.ignored}"
             else:
                 raise ValueError(what)
         except (ValueError, IndexError):

@@ -6,6 +6,16 @@ registers, the handshake in ``output_int_register_0`` (1 ready, 2 done; realtime
 are taken every cycle and keep it at 1), blocking commands (moveJ, servoStop, speedStop, stopJ, setWatchdog)
 answered 2 when done and 1 again once the client clears the command, stopScript ending the program.
 
+Force mode (``forceMode``, a realtime command; ``forceModeStop``) and freedrive (``freedriveMode`` /
+``endFreedriveMode``) are emulated as the URScript manual describes them, on the MuJoCo arm's wrist wrench:
+
+* force mode (type 2: the task frame as given): along / about the compliant axes of the task frame the TCP moves
+  to make the wrench it exerts equal the one asked (a velocity ``FORCE_GAIN`` × error, within the limits: the
+  largest TCP speed there); the other axes follow the program's motion commands (servoJ, speedJ), whose
+  component along the compliant axes is dropped;
+* freedrive: the arm yields to the wrench pushed onto it along / about the free axes of the feature frame
+  (a damper, ``FREEDRIVE_DAMPING``) and holds the others; motion commands are ignored meanwhile (``ignored``).
+
 The emulator's servers (``rtde_server.py``, ``dashboard_server.py``) read and change this state; the arm is
 stepped in real time at the controller's 500 Hz (two 1 ms physics steps per cycle) on its own thread. Modes
 follow the controller's: POWER_OFF → (power on) IDLE with the brakes on → (brake release) RUNNING; a program is
@@ -46,7 +56,11 @@ SERIAL = "20235500001"
 # the control script's commands (input_int_register_0) and handshake (output_int_register_0)
 NO_CMD, MOVEJ, SPEEDJ, SERVOJ, SPEED_STOP, SERVO_STOP, STOPJ, SET_WATCHDOG, STOP_SCRIPT = 0, 1, 9, 11, 15, 16, 34, 35, 255
 ZERO_FT_SENSOR, SET_PAYLOAD, TOOL_CONTACT = 8, 17, 25
-REALTIME = {SERVOJ, SPEEDJ, TOOL_CONTACT}
+FORCE_MODE, FORCE_MODE_STOP, FREEDRIVE_MODE, END_FREEDRIVE_MODE, GET_FREEDRIVE_STATUS = 6, 7, 52, 53, 54
+REALTIME = {SERVOJ, SPEEDJ, TOOL_CONTACT, FORCE_MODE}
+FORCE_GAIN = (0.004, 0.04)  # m/s per N, rad/s per Nm: force mode's TCP velocity per unit of wrench error
+FREEDRIVE_DAMPING = (60.0, 3.0)  # N s/m, Nm s/rad: what a hand feels moving the arm in freedrive
+FREEDRIVE_SPEED = (0.25, 1.0)  # m/s, rad/s: the most freedrive lets the TCP move
 CONTACT_FORCE = 5.0  # N along the asked direction (any, if none) that tool_contact counts as a contact
 READY, DONE = 1, 2
 PERIOD = 0.002  # s: the e-Series controller's cycle
@@ -101,6 +115,12 @@ class URController:
         self.ft_offset = np.zeros(6)  # zero_ftsensor: subtracted from the measured TCP wrench
         self.payload_mass, self.payload_cog = 0.0, np.zeros(3)
         self._contact_since = -1.0  # when the current tool contact began (tool_contact), -1: none
+        # force mode: None, or (compliant axes, task frame rotation (6×6 block), wrench, limits); freedrive:
+        # None, or (free axes, feature rotation (6×6 block))
+        self.force_mode = None
+        self.freedrive = None
+        self.ignored = 0  # motion commands that came while the arm was in freedrive
+        self._prog_q = np.zeros(self.n)  # the program's own target (force mode changes the arm's)
         # IO: digital bits (0-7 standard, 8-15 configurable, 16-17 tool), analog in/out (out: ratio of the span)
         self.digital_in = 0
         self.digital_out = 0
@@ -177,6 +197,7 @@ class URController:
             self.speed_slider = _fraction(fraction, self.speed_slider)
 
     def _end_script(self) -> None:
+        self.force_mode = self.freedrive = None  # (both end with the program)
         self.script = False
         self.watchdog_hz = 0.0
         self.runtime_state = STOPPED
@@ -202,6 +223,10 @@ class URController:
                 d = self._doubles(8)
                 if cmd == TOOL_CONTACT:
                     self.out_int[1] = self._tool_contact(d[:6])
+                elif cmd == FORCE_MODE:
+                    self._force_mode()
+                elif self.freedrive is not None:
+                    self.ignored += 1  # (URScript: no motion while the arm is in freedrive)
                 elif cmd == SERVOJ:
                     self._servo_q[:] = d[:6]
                     self._mode = "servo"
@@ -241,6 +266,20 @@ class URController:
         if cmd in (SERVO_STOP, SPEED_STOP, STOPJ):
             self._mode = "hold"
             self._hold()
+        elif cmd == FORCE_MODE_STOP:  # (the script ends force mode and stops the arm: stopl)
+            self.force_mode = None
+            self._mode = "hold"
+            self._hold()
+        elif cmd == FREEDRIVE_MODE:
+            free = np.array([int(self.inputs.get(f"input_int_register_{i}", 0)) != 0 for i in range(1, 7)])
+            self.freedrive = (free, _block_rotation(self._doubles(6)[3:]))
+            self._mode = "hold"
+            self._hold()
+        elif cmd == END_FREEDRIVE_MODE:
+            self.freedrive = None
+            self._hold()
+        elif cmd == GET_FREEDRIVE_STATUS:
+            self.out_int[1] = 0 if self.freedrive is None else 1
         elif cmd == ZERO_FT_SENSOR:
             self.ft_offset[:] = self.state.wrench
         elif cmd == SET_PAYLOAD:
@@ -253,10 +292,32 @@ class URController:
             self.unsupported.add(cmd)
         self.out_int[0] = DONE
 
+    def _force_mode(self) -> None:
+        """forceMode's registers (ur_rtde's layout): type in int 1, selection in ints 2-7; task frame in doubles
+        0-5, wrench in 6-11, limits in 12-17. Types other than 2 take the task frame as given too."""
+        d = self._doubles(18)
+        sel = np.array([int(self.inputs.get(f"input_int_register_{i}", 0)) != 0 for i in range(2, 8)])
+        if self.force_mode is None:
+            self._prog_q[:] = self.cmd.position[:self.n]
+        self.force_mode = (sel, _block_rotation(d[3:6]), d[6:12].copy(), np.abs(d[12:18]))
+
     def _motion(self) -> None:
         n, target = self.n, self.cmd.position
         if not self.moving_allowed():
             return
+        if self.freedrive is not None:
+            free, R6 = self.freedrive
+            v = R6.T @ self._sensed()  # the push, in the feature frame
+            v[:3] /= FREEDRIVE_DAMPING[0]
+            v[3:] /= FREEDRIVE_DAMPING[1]
+            v *= free
+            _cap(v, FREEDRIVE_SPEED)
+            self._cartesian_step(R6 @ v * PERIOD)
+            np.clip(target[:n], self.cfg.limits.lower[:n], self.cfg.limits.upper[:n], out=target[:n])
+            return
+        if self.force_mode is not None:  # the program moves its own target; the arm's is made from it below
+            arm_q = target[:n].copy()
+            target[:n] = self._prog_q
         if self._mode == "servo":
             target[:n] = self._servo_q
         elif self._mode == "speed":
@@ -274,7 +335,43 @@ class URController:
                 self._mode = "hold"
                 if blocking and self._executing == MOVEJ:
                     self.out_int[0] = DONE
+        if self.force_mode is not None:
+            self._prog_q[:] = target[:n]
+            target[:n] = arm_q
+            self._force_step()
         np.clip(target[:n], self.cfg.limits.lower[:n], self.cfg.limits.upper[:n], out=target[:n])
+
+    def _force_step(self) -> None:
+        """One cycle of force mode: the program's motion on the non-compliant axes, the force regulation on the
+        compliant ones (both in the task frame), as one Cartesian step of the arm's target."""
+        sel, R6, wrench, limits = self.force_mode
+        q = self.cmd.position[:self.n]
+        x_arm, x_prog = self._pose(q), self._pose(self._prog_q)
+        step = np.r_[x_prog.translation - x_arm.translation, pin.log3(x_prog.rotation @ x_arm.rotation.T)]
+        step = R6.T @ step
+        v = R6.T @ self._sensed()  # (what the world pushes on the tool; the tool pushes back with its negative)
+        v += wrench
+        v[:3] *= FORCE_GAIN[0]
+        v[3:] *= FORCE_GAIN[1]
+        np.clip(v, -limits, limits, out=v)
+        step[sel] = v[sel] * PERIOD
+        self._cartesian_step(R6 @ step)
+
+    def _sensed(self) -> np.ndarray:
+        return self.state.wrench - self.ft_offset
+
+    def _pose(self, q_arm: np.ndarray) -> pin.SE3:
+        self.rm.to_pin(np.r_[q_arm, np.zeros(len(self.cfg.all_joints) - self.n)], self._q)
+        pin.framesForwardKinematics(self.rm.model, self.rm.data, self._q)
+        return self.rm.data.oMf[self._fid]
+
+    def _cartesian_step(self, dx: np.ndarray) -> None:
+        """Move the arm's target by the TCP displacement ``dx`` (base axes; damped least squares)."""
+        q = self.cmd.position[:self.n]
+        self._pose(q)
+        J = pin.computeFrameJacobian(self.rm.model, self.rm.data, self._q, self._fid,
+                                     pin.LOCAL_WORLD_ALIGNED)[:, self.rm.perm[:self.n]]
+        q += J.T @ np.linalg.solve(J @ J.T + 1e-4 * np.eye(6), dx)
 
     def _tool_contact(self, direction: np.ndarray) -> int:
         """tool_contact: controller cycles since a contact force (along ``direction``'s first three values, or
@@ -359,6 +456,16 @@ class URController:
 
     def _hold(self) -> None:
         self.cmd.position[:] = self.state.position
+        self._prog_q[:] = self.state.position[:self.n]
+
+    def push(self, wrench, seconds: float) -> None:
+        """Fault injection / the outside world: a wrench (N, Nm, base axes) pushed onto the tool for ``seconds``
+        (what a hand guiding the arm does)."""
+        w = np.asarray(wrench, float)
+        if w.shape != (6,) or not np.isfinite(w).all() or not 0.0 < seconds < 600.0:
+            raise ValueError("push: 6 finite numbers and 0 < seconds < 600")
+        with self.lock:
+            self.plant.apply_wrench(self.cfg.tips[0], w, seconds)
 
     # ---- what RTDE reports --------------------------------------------------------------------------
     def outputs(self) -> dict:
@@ -406,6 +513,22 @@ class URController:
             **{f"output_int_register_{i}": x for i, x in enumerate(ints)},
             **{f"output_double_register_{i}": x for i, x in enumerate(doubles)},
         }
+
+
+def _block_rotation(rotvec: np.ndarray) -> np.ndarray:
+    """The 6×6 block-diagonal rotation of a frame given as a rotation vector (its axes in base axes)."""
+    R = pin.exp3(np.asarray(rotvec, float))
+    R6 = np.zeros((6, 6))
+    R6[:3, :3] = R6[3:, 3:] = R
+    return R6
+
+
+def _cap(v: np.ndarray, top) -> None:
+    """Scale the linear and the angular halves of ``v`` down to norms ``top`` (in place)."""
+    for half, t in ((v[:3], top[0]), (v[3:], top[1])):
+        s = float(np.linalg.norm(half))
+        if s > t:
+            half *= t / s
 
 
 def _fraction(value: float, keep: float) -> float:

@@ -81,7 +81,14 @@ class HardwareState:
 
 @dataclass
 class HardwareCommand:
-    """What the loop sends each cycle; ``mode`` says which array the backend must use."""
+    """What the loop sends each cycle; ``mode`` says which array the backend must use.
+
+    Beside the stream, an arm with ``Capability.FORCE_MODE`` / ``FREEDRIVE`` is told what its own controller
+    should do for interaction control (rows of ``cartesian``, six values each, zeros when not asked):
+    ``force_axes`` (1: the arm regulates the force along / about this axis of ``force_frame``),
+    ``force_wrench`` (what the tool should exert there, N / Nm, frame axes), ``force_frame`` (the task frame:
+    position and rotation vector in the base frame); ``free_axes`` (1: the arm yields to a hand along / about this
+    axis of ``free_frame``; any set: freedrive), ``free_frame`` (the feature frame, as ``force_frame``)."""
 
     mode: CommandMode
     effort: np.ndarray
@@ -93,6 +100,8 @@ class HardwareCommand:
         block = np.zeros((3, n))  # contiguous: one reduction checks every array
         cmd = cls(mode, block[0], block[1], block[2])
         cmd.block = block
+        cmd.cartesian = np.zeros((5, 6))
+        cmd.force_axes, cmd.force_wrench, cmd.force_frame, cmd.free_axes, cmd.free_frame = cmd.cartesian
         return cmd
 
 

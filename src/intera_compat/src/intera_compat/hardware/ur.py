@@ -19,6 +19,13 @@ arm); ``DashboardClient`` powers the arm on, releases its brakes and unlocks pro
   executes commands (``ready``). A disable or stop cancels a power-up under way (between its steps). Reset:
   reconnect a lost link, unlock a protective stop on the dashboard (retried until the controller's 5 s rule
   allows it), then restart the control script. A chore that fails is a controller error, its text printed.
+* Interaction control (admittance on the TCP wrench, ``control/interaction.py``) hands the arm's own controller
+  what it does better: the FORCE axes go to ``forceMode`` (type 2, the interaction frame as the task frame; the
+  compliant axes' speed within ``force_speed``, the others within ``force_deviation`` of the streamed pose;
+  re-sent when the axes or wrench change or the frame moves, in place of that cycle's servoJ; ``forceModeStop``
+  when they end), and a constrained zero-G freedrive can carry exactly goes to ``freedriveMode`` with its free
+  axes (nothing is streamed meanwhile, the watchdog is kicked; ``endFreedriveMode`` when it ends). A disable or
+  stop ends both before the arm is stopped.
 * A program paused on the teach pendant: the arm is not ready (nothing is streamed, commands are ignored; a
   trajectory ends) until it plays again. In ``interface: velocity`` the controller scales speedJ by the slider
   as well as the loop's time base does: the loop's position feedback makes up the difference (with some lag).
@@ -34,6 +41,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..safety.faults import (FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST,
                              FAULT_PROTECTIVE_STOP)
@@ -51,7 +60,10 @@ SAFETY_ESTOPS = (SAFETY_SYSTEM_ESTOP, SAFETY_ROBOT_ESTOP)
 SAFETY_STOPS = (SAFETY_PROTECTIVE_STOP, SAFETY_SAFEGUARD_STOP, SAFETY_AUTOMATIC_MODE_SAFEGUARD_STOP,
                 SAFETY_THREE_POSITION_ENABLING_STOP)  # (anything else but NORMAL / REDUCED: a controller error)
 RUNTIME_STOPPED, RUNTIME_PLAYING, RUNTIME_PAUSING, RUNTIME_PAUSED = 1, 2, 3, 4
+FORCE_MODE_TYPE = 2  # forceMode: the task frame as given (not turned with the TCP's motion)
+FRAME_MOVED = (0.005, 0.01)  # m, rad: a task frame that moved further is sent again (in_endpoint_frame)
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY}
+_STREAM, _SENT, _IDLE = 0, 1, 2  # what a cycle's command slot is for (``URBackend._cartesian``)
 # what the loop reads from the arm (RTDEReceiveInterface's output recipe)
 VARIABLES = ["timestamp", "actual_q", "actual_qd", "actual_TCP_force", "speed_scaling", "target_speed_fraction",
              "robot_mode", "safety_mode", "runtime_state", "safety_status_bits", "robot_status_bits"]
@@ -73,6 +85,10 @@ class URSettings:
     link_timeout: float = 0.05  # s without a new RTDE sample: the link is lost
     power_on: bool = True  # enable powers the arm on and releases its brakes if it needs it
     ft_sensor: bool = True  # the arm measures the TCP wrench (e-Series): interaction control by admittance
+    force_mode: bool = True  # the FORCE axes of interaction control go to the controller's forceMode
+    force_speed: tuple = (0.1, 0.5)  # m/s, rad/s: forceMode's speed limit along / about the compliant axes
+    force_deviation: tuple = (0.1, 0.2)  # m, rad: forceMode's limit on the other axes' deviation from the stream
+    freedrive: bool = True  # a constrained zero-G goes to the controller's freedriveMode (PolyScope 5.10+)
     startup_timeout: float = 30.0  # s to reach the controller and get its first sample
     ready_timeout: float = 30.0  # s for power on + brake release + control script start
 
@@ -93,6 +109,11 @@ class URSettings:
                              f"[100, 2000] (ur_rtde's servoJ ranges)")
         if not s.link_timeout >= 2.0 / s.rate:
             raise ValueError(f"{cfg.path}: ur.link_timeout {s.link_timeout} s: at least two periods")
+        for name in ("force_speed", "force_deviation"):
+            v = np.asarray(getattr(s, name), dtype=float)
+            if v.shape != (2,) or not (np.isfinite(v).all() and (v > 0).all()):
+                raise ValueError(f"{cfg.path}: ur.{name} {getattr(s, name)!r}: two numbers > 0 (linear, angular)")
+            setattr(s, name, tuple(float(x) for x in v))
         if s.interface == "velocity" and not s.watchdog_hz > 0:
             raise ValueError(f"{cfg.path}: ur.interface velocity needs ur.watchdog_hz > 0 (a speedJ outlives a "
                              f"dead loop otherwise)")
@@ -105,6 +126,10 @@ class URSettings:
         caps = {INTERFACES[self.interface], Capability.SPEED_SCALING}
         if self.ft_sensor:
             caps.add(Capability.WRENCH)
+            if self.force_mode:
+                caps.add(Capability.FORCE_MODE)
+        if self.freedrive:
+            caps.add(Capability.FREEDRIVE)
         return frozenset(caps)
 
 
@@ -179,6 +204,16 @@ class URBackend(Backend):
         self._gen = 0
         self._paused = False  # the program is paused on the pendant
         self._streaming = False  # servoJ / speedJ sent since the last stop
+        # the controller's own interaction control: forceMode as last sent (axes, wrench, frame) and whether it
+        # is on (the loop's thread sets it, a chore's forceModeStop clears it); freedrive asked (loop) and on
+        # (set and cleared by the chores that start and end it)
+        self._fm_sent = np.zeros((3, 6))
+        self._fm_active = self._fm_stopping = False
+        self._fm_limits = [*(s.force_speed[0],) * 3, *(s.force_speed[1],) * 3]
+        self._fm_others = [*(s.force_deviation[0],) * 3, *(s.force_deviation[1],) * 3]
+        self._free_want = False
+        self._free_axes = np.zeros(6)
+        self._free_on = False
         self._halt = False  # velocity interface: a zero speedJ is due (the robot was just disabled or stopped)
         self._reset_until = 0.0  # monotonic() until which a reset's chore may still clear a protective stop
         self._resets = 0
@@ -248,6 +283,7 @@ class URBackend(Backend):
 
         s = self.settings
         self._script_ok = False
+        self._fm_active = self._free_on = False  # (both end with the program)
         if self.ctrl is None:
             self.ctrl = rtde_control.RTDEControlInterface(s.robot_ip, s.rate)
         else:
@@ -344,9 +380,42 @@ class URBackend(Backend):
             time.sleep(0.01)
 
     def _stop_motion(self, gen: int) -> None:
+        """End freedrive and force mode, and stop the stream (the controller holds the arm)."""
         if self._script_runs():
+            self._end_freedrive(gen)
+            self._end_force_mode(gen)
             decel = self.settings.stop_deceleration
             self.ctrl.speedStop(decel) if self.velocity_mode else self.ctrl.servoStop(decel)
+
+    def _end_force_mode(self, gen: int) -> None:
+        if self._fm_active:
+            self._fm_active = False
+            self._stop_force_mode(gen)
+
+    def _stop_force_mode(self, gen: int) -> None:
+        try:
+            if not self.ctrl.forceModeStop():
+                raise RuntimeError("forceModeStop refused")
+        finally:
+            self._fm_stopping = False
+
+    def _freedrive(self, axes: list, feature: list):
+        def freedrive(gen):
+            """Stop the stream, then freedrive with ``axes`` free in ``feature``."""
+            decel = self.settings.stop_deceleration
+            self.ctrl.speedStop(decel) if self.velocity_mode else self.ctrl.servoStop(decel)
+            self._streaming = False
+            self._end_force_mode(gen)
+            self._free_on = True
+            if not self.ctrl.freedriveMode(axes, feature):
+                raise RuntimeError(f"freedriveMode {axes} refused")
+        return freedrive
+
+    def _end_freedrive(self, gen: int) -> None:
+        if self._free_on:
+            self._free_on = False
+            if not self.ctrl.endFreedriveMode():
+                raise RuntimeError("endFreedriveMode refused")
 
     # ---- the cycle ---------------------------------------------------------------------------------
     def wait(self, timeout: float) -> bool:
@@ -424,7 +493,8 @@ class URBackend(Backend):
         if ctrl is None or not self._script_ok or self._paused or not self.ctrl_lock.acquire(blocking=False):
             return  # (a chore has the control interface: nothing is streamed while one runs)
         try:
-            if self._ready:
+            slot = self._cartesian(command, ctrl) if self._ready else _IDLE
+            if slot == _STREAM:
                 s = self.settings
                 if self.velocity_mode:
                     ok = ctrl.speedJ(command.velocity.tolist(), s.speed_acceleration, self.period)
@@ -435,7 +505,7 @@ class URBackend(Backend):
             elif self._halt:  # (velocity: zero at once from here; the stop chore's speedStop follows)
                 ctrl.speedJ([0.0] * 6, self.settings.stop_deceleration, self.period)
                 self._halt = False
-            elif self._kick_every:
+            elif slot == _IDLE and self._kick_every:
                 self._cycle += 1
                 if self._cycle % self._kick_every == 0:
                     ctrl.kickWatchdog()
@@ -443,6 +513,42 @@ class URBackend(Backend):
             pass  # (a lost link, or a value ur_rtde refused: read reports the one, the monitors the other)
         finally:
             self.ctrl_lock.release()
+
+    def _cartesian(self, command: HardwareCommand, ctrl) -> int:
+        """Force mode and freedrive as ``command`` asks (the loop's thread, the control interface held): what
+        this cycle's command slot is for: ``_STREAM`` (servoJ / speedJ), ``_SENT`` (a forceMode went instead),
+        ``_IDLE`` (in or near freedrive, or a chore was posted: nothing streamed, the watchdog kicked)."""
+        free = command.free_axes
+        if free.any():
+            if not self._free_want or not np.array_equal(free, self._free_axes):
+                self._free_want = True
+                self._free_axes[:] = free
+                axes = [int(x) for x in free]
+                self.worker.post(self._chore(self._freedrive(axes, command.free_frame.tolist()), None))
+            return _IDLE
+        if self._free_want:
+            self._free_want = False
+            self.worker.post(self._chore(self._end_freedrive, None))
+            return _IDLE
+        if self._free_on or self._fm_stopping:
+            return _IDLE  # (freedrive or force mode is being ended)
+        axes = command.force_axes
+        if axes.any():
+            sent = self._fm_sent
+            if self._fm_active and np.array_equal(axes, sent[0]) and np.array_equal(command.force_wrench, sent[1]) \
+                    and not _moved(command.force_frame, sent[2], bool(axes[3:].any())):
+                return _STREAM
+            limits = [lim if a else other for a, lim, other in zip(axes, self._fm_limits, self._fm_others)]
+            if ctrl.forceMode(command.force_frame.tolist(), [int(a) for a in axes], command.force_wrench.tolist(),
+                              FORCE_MODE_TYPE, limits):
+                sent[0], sent[1], sent[2] = axes, command.force_wrench, command.force_frame
+                self._fm_active = True
+            return _SENT
+        if self._fm_active:
+            self._fm_active, self._fm_stopping = False, True  # (the stream resumes after the chore's forceModeStop)
+            self.worker.post(self._chore(self._stop_force_mode, None))
+            return _IDLE
+        return _STREAM
 
     # ---- requests to the controller (worker) ---------------------------------------------------------
     def request(self, rid: float, code: int, args) -> None:
@@ -505,7 +611,9 @@ class URBackend(Backend):
         is cancelled."""
         self._next(False)
         self._halt = self.velocity_mode and self._streaming
-        if self._streaming and self.worker is not None:
+        busy = self._streaming or self._fm_active or self._free_want or self._free_on
+        self._free_want = False
+        if busy and self.worker is not None:
             self._streaming = False
             self.worker.post(self._chore(self._stop_motion, None))  # (never cancelled: a speedJ would run on)
 
@@ -533,3 +641,13 @@ class URBackend(Backend):
                             pass
             finally:
                 self.ctrl_lock.release()
+
+
+def _moved(frame: np.ndarray, sent: np.ndarray, origin: bool) -> bool:
+    """A task frame (position, rotation vector) further than ``FRAME_MOVED`` from the one sent (its position
+    counts only with compliant rotations: ``origin``; they are about it)."""
+    dr = frame[3:] - sent[3:]
+    if float(dr @ dr) > FRAME_MOVED[1] ** 2:
+        return True
+    dp = frame[:3] - sent[:3]
+    return origin and float(dp @ dp) > FRAME_MOVED[0] ** 2

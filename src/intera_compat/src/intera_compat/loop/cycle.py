@@ -160,6 +160,8 @@ class LoopCycle:
             n_arm = self.admittance.n
             self._source_q, self._source_v, self._cut, self._kept_q, self._kept_v = (np.zeros(n_arm) for _ in range(5))
         self.interaction_law = self.impedance or self.admittance
+        self._force_mode, self._freedrive = sup(Capability.FORCE_MODE), sup(Capability.FREEDRIVE)
+        self._cartesian_on = False  # the command's force-mode / freedrive rows are set
         self._no_interaction = (*self._measured_handover, self.torque)
         self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
         # an arm without joint torques brakes itself (Backend.brake): under the brakes the loop's setpoint follows
@@ -392,6 +394,9 @@ class LoopCycle:
                 if det is not None:
                     det.allow[:] = 0.0
                     det.allow_force = det.allow_torque = 0.0
+        if self._cartesian_on:  # (the arm's force mode / freedrive: asked anew each cycle they stay on)
+            self.adapter.command.cartesian[:] = 0.0
+            self._cartesian_on = False
         if not engaged:
             return
         sp, hw, imp = self.sp, self.hw, self.impedance
@@ -414,11 +419,23 @@ class LoopCycle:
             det.allow_torque = math.sqrt(w[3] * w[3] + w[4] * w[4] + w[5] * w[5])
 
     def _admit(self) -> None:
-        """Admittance (a position arm): the arm joints' setpoint becomes the admittance's joint command."""
+        """Admittance (a position arm): the arm joints' setpoint becomes the admittance's joint command. An arm
+        with freedrive carries a constrained zero-G itself (the setpoint follows it), one with force mode
+        regulates the FORCE axes itself (``CartesianAdmittance.hand_force``)."""
         sp, hw, ad = self.sp, self.hw, self.admittance
+        cmd = self.adapter.command
+        if ad.free is not None and self._freedrive:
+            ad.start(hw.position[ad.arm])  # (at rest where the arm is: nothing jumps when freedrive ends)
+            ad.hand_freedrive(cmd.free_axes, cmd.free_frame)
+            self._cartesian_on = True
+            sp.track(ad.arm, ad.q_cmd, ad.v_cmd, 0.0)
+            return
         if not ad.compute(hw.position, hw.wrench, sp.q):
             self.interaction_failures += 1  # (a bad wrench, a singular step): the last command holds
             ad.hold()
+        elif self._force_mode:
+            ad.hand_force(cmd.force_axes, cmd.force_wrench, cmd.force_frame)
+            self._cartesian_on = True
         self._source_q[:] = sp.q[ad.arm]  # the source's own reference, for a rebase by the safety chain's cut
         self._source_v[:] = sp.v[ad.arm]
         sp.track(ad.arm, ad.q_cmd, ad.v_cmd, 0.0)
