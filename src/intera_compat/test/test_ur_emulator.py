@@ -213,6 +213,7 @@ def test_force_mode_regulates_the_compliant_axis_and_the_others_follow_the_progr
     x0, q0 = tcp(rr), rr.getActualQ()
     # +10 N along base z, at most 0.05 m/s there; nothing pushes back: the tool rises at the speed limit
     assert rc.forceMode([0.0] * 6, [0, 0, 1, 0, 0, 0], [0, 0, 10.0, 0, 0, 0], 2, [0.1, 0.1, 0.03, 1, 1, 1])
+    time.sleep(0.01)  # (a register the script's 2 ms cycle has not read yet is overwritten by the next command)
     for _ in range(250):  # (servoJ to where the arm was: the program holds x, y and the orientation)
         t = rc.initPeriod()
         rc.servoJ(q0, 0.0, 0.0, 0.002, 0.1, 300)
@@ -225,8 +226,9 @@ def test_force_mode_regulates_the_compliant_axis_and_the_others_follow_the_progr
     z = tcp(rr)[2]
     time.sleep(0.5)
     assert abs(tcp(rr)[2] - z) < 0.002
+    assert rc.servoStop()  # (first: the script's forceModeStop stops the arm, which a running servoj controls)
     assert rc.forceModeStop()
-    assert "force off" in mode(db)
+    assert "force off" in mode(db) and mode(db).endswith("errors 0")
     z = tcp(rr)[2]
     time.sleep(0.5)
     assert abs(tcp(rr)[2] - z) < 0.001  # held where force mode left it

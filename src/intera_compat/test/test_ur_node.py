@@ -319,6 +319,7 @@ def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
     x1 = where()
     assert 0.11 < x1[2] - x0[2] < 0.135 and np.abs(x1[:2] - x0[:2]).max() < 0.005  # held at the wall, x y kept
     assert "force off" in emulator_mode()  # (the wall: the loop took the axis back)
+    assert emulator_mode().endswith("errors 0")  # (its stream stopped before forceModeStop: no script conflict)
     pub.publish(interaction(interaction_control_active=False))  # off: a hold where it is
     time.sleep(1.0)
     assert np.abs(where() - x1).max() < 0.003 and not state.msg.error
@@ -331,7 +332,7 @@ def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
     time.sleep(1.5)
     x3 = where()
     assert x3[0] - x2[0] > 0.05 and abs(x3[2] - x2[2]) < 0.003
-    assert emulator_mode().endswith("ignored 0")  # nothing was streamed into freedrive
+    assert emulator_mode().endswith("ignored 0 errors 0")  # nothing was streamed into freedrive
     pub.publish(interaction(interaction_control_active=False))
     assert wait_for(lambda: "freedrive off" in emulator_mode(), 5, period=0.1)
     time.sleep(1.0)
@@ -347,3 +348,21 @@ def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
     assert wait_for(lambda: state.msg.enabled, 20, period=0.2, every=lambda: enable.publish(True))
     assert not state.msg.error
     tip.close()
+
+
+def test_a_protective_stop_in_force_mode_ends_it_and_reset_recovers(ur):
+    _, js, state = ur
+    pub = publisher("/robot/limb/right/interaction_control_command", InteractionControlCommand)
+    pub.publish(interaction(interaction_control_mode=[1, 1, 2, 1, 1, 1], force_command=[0, 0, 5, 0, 0, 0]))
+    assert wait_for(lambda: "force 001000" in dashboard("emulator mode")[0], 5, period=0.1)
+    dashboard("emulator protective stop")
+    assert wait_for(lambda: state.msg.stopped and state.msg.error, 5)
+    assert "force off" in dashboard("emulator mode")[0]  # (it ended with the program)
+    q = arm_positions(js)
+    time.sleep(0.5)
+    assert np.abs(arm_positions(js) - q).max() < 1e-3  # held
+    pub.publish(interaction(interaction_control_active=False))
+    reset_and_enable(state)
+    time.sleep(1.0)
+    assert not state.msg.error and np.abs(arm_positions(js) - q).max() < 2e-3  # enabled again, nothing moved
+    assert "force off freedrive off" in dashboard("emulator mode")[0]

@@ -32,6 +32,7 @@ import numpy as np
 import pinocchio as pin
 
 IMPEDANCE, FORCE, IMPEDANCE_WITH_FORCE_LIMIT, FORCE_WITH_MOTION_LIMIT = 1, 2, 3, 4
+HOLD_BACK = 0.5  # s no axis is handed to an arm's force mode after a joint limit or the safety chain cut a step
 MODE_NAMES = {IMPEDANCE: "IMPEDANCE", FORCE: "FORCE", IMPEDANCE_WITH_FORCE_LIMIT: "IMPEDANCE_WITH_FORCE_LIMIT",
               FORCE_WITH_MOTION_LIMIT: "FORCE_WITH_MOTION_LIMIT"}
 
@@ -478,7 +479,9 @@ class CartesianAdmittance:
     An arm whose own controller regulates force (``hand_force``: a UR's force mode) is handed the FORCE axes;
     there (``delegated``) the offset follows the measured endpoint instead of the virtual mass, so the command
     agrees with the arm and nothing jumps when the axis comes back. A FORCE_WITH_MOTION_LIMIT axis is taken back
-    at its motion limit (the wall holds it) and handed out again once the arm is back within 90 % of it. An
+    at its motion limit (the wall holds it) and handed out again once the arm is back within 90 % of it; rotations
+    likewise at the ±82.5° wall; every axis for ``HOLD_BACK`` s once a joint limit or the safety chain cut the
+    command (``hold_back``: the loop's limits stop what it moves itself). An
     arm with freedrive is put in it for a constrained zero-G it carries out exactly (``free``)."""
 
     def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
@@ -525,6 +528,8 @@ class CartesianAdmittance:
         self._meas = np.zeros(6)  # the measured endpoint's offset from the reference (base axes)
         self._pos, self._Ra = np.zeros(3), np.eye(3)  # the controlled point and the interaction frame, last cycle
         self._walled = np.zeros(6, dtype=bool)
+        self._no_force = 0  # cycles during which no axis is handed out (``hold_back``)
+        self._hold_cycles = max(1, int(round(HOLD_BACK / dt)))
         self.free: np.ndarray | None = None  # freedrive's free axes for these parameters (None: not a freedrive)
 
     def set(self, params: InteractionParams) -> None:
@@ -536,6 +541,7 @@ class CartesianAdmittance:
         joints): no offset, at rest."""
         self.delegated[:] = False
         self._walled[:] = False
+        self._no_force = 0
         self.delta[:] = 0.0
         self.delta_v[:] = 0.0
         self.q_cmd[:] = q
@@ -576,14 +582,28 @@ class CartesianAdmittance:
         p, d = self.params, self.delegated
         limited = p.modes == FORCE_WITH_MOTION_LIMIT
         reach = np.abs(self._da)
-        self._walled |= limited & (reach >= self._mlim)
-        self._walled &= ~(limited & (reach < 0.9 * self._mlim))
+        over = limited & (reach >= self._mlim)
+        back = ~limited | (reach < 0.9 * self._mlim)
+        if not p.rotations_cz:  # the rotational wall
+            theta = float(np.linalg.norm(self._da[3:]))
+            over[3:] |= theta >= self.lim.rotation_wall
+            back[3:] &= theta < 0.9 * self.lim.rotation_wall
+        self._walled |= over
+        self._walled &= ~back
         np.copyto(d, p.force_axes)
         d &= ~self._walled
+        if self._no_force > 0:
+            self._no_force -= 1
+            d[:] = False
         axes[:] = d
         np.multiply(p.force, d, out=wrench)
         frame[:3] = self._pos
         frame[3:] = pin.log3(self._Ra)
+
+    def hold_back(self) -> None:
+        """The safety chain cut the command: no axis is handed to the arm for ``HOLD_BACK`` s."""
+        self._no_force = self._hold_cycles
+        self.delegated[:] = False
 
     def hand_freedrive(self, axes: np.ndarray, frame: np.ndarray) -> None:
         """Fill an arm's freedrive request (``HardwareCommand`` rows: free axes, feature frame: the interaction
@@ -718,6 +738,7 @@ class CartesianAdmittance:
         if (qn < self._q_lo).any() or (qn > self._q_hi).any():
             np.clip(qn, self._q_lo, self._q_hi, out=qn)
             cut = True
+            self._no_force = self._hold_cycles
         self._q_prev[:] = self.q_cmd
         self._J_last[:] = J
         np.subtract(qn, self.q_cmd, out=self.v_cmd)

@@ -120,6 +120,7 @@ class URController:
         self.force_mode = None
         self.freedrive = None
         self.ignored = 0  # motion commands that came while the arm was in freedrive
+        self.errors: list = []  # runtime errors that stopped the program (a script conflict)
         self._prog_q = np.zeros(self.n)  # the program's own target (force mode changes the arm's)
         # IO: digital bits (0-7 standard, 8-15 configurable, 16-17 tool), analog in/out (out: ratio of the span)
         self.digital_in = 0
@@ -267,6 +268,10 @@ class URController:
             self._mode = "hold"
             self._hold()
         elif cmd == FORCE_MODE_STOP:  # (the script ends force mode and stops the arm: stopl)
+            if self._mode in ("servo", "speed"):  # its stopl would meet the servoj / speedj thread's motion
+                self.errors.append("forceModeStop while servoJ / speedJ ran: another thread controls the robot")
+                self._end_script()
+                return
             self.force_mode = None
             self._mode = "hold"
             self._hold()

@@ -37,6 +37,7 @@ arm); ``DashboardClient`` powers the arm on, releases its brakes and unlocks pro
 from __future__ import annotations
 
 import queue
+import re
 import sys
 import threading
 import time
@@ -61,7 +62,8 @@ SAFETY_STOPS = (SAFETY_PROTECTIVE_STOP, SAFETY_SAFEGUARD_STOP, SAFETY_AUTOMATIC_
                 SAFETY_THREE_POSITION_ENABLING_STOP)  # (anything else but NORMAL / REDUCED: a controller error)
 RUNTIME_STOPPED, RUNTIME_PLAYING, RUNTIME_PAUSING, RUNTIME_PAUSED = 1, 2, 3, 4
 FORCE_MODE_TYPE = 2  # forceMode: the task frame as given (not turned with the TCP's motion)
-FRAME_MOVED = (0.005, 0.01)  # m, rad: a task frame that moved further is sent again (in_endpoint_frame)
+FRAME_MOVED = (0.005, 0.01)
+FORCE_MODE_REFRESH = 0.05  # s: forceMode is sent again this often while it stays the same  # m, rad: a task frame that moved further is sent again (in_endpoint_frame)
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY}
 _STREAM, _SENT, _IDLE = 0, 1, 2  # what a cycle's command slot is for (``URBackend._cartesian``)
 # what the loop reads from the arm (RTDEReceiveInterface's output recipe)
@@ -114,6 +116,9 @@ class URSettings:
             if v.shape != (2,) or not (np.isfinite(v).all() and (v > 0).all()):
                 raise ValueError(f"{cfg.path}: ur.{name} {getattr(s, name)!r}: two numbers > 0 (linear, angular)")
             setattr(s, name, tuple(float(x) for x in v))
+        if (s.force_mode or s.freedrive) and not s.watchdog_hz > 0:
+            raise ValueError(f"{cfg.path}: ur.force_mode and ur.freedrive need ur.watchdog_hz > 0 (either outlives "
+                             f"a dead loop otherwise): set them false or the watchdog on")
         if s.interface == "velocity" and not s.watchdog_hz > 0:
             raise ValueError(f"{cfg.path}: ur.interface velocity needs ur.watchdog_hz > 0 (a speedJ outlives a "
                              f"dead loop otherwise)")
@@ -209,10 +214,12 @@ class URBackend(Backend):
         # (set and cleared by the chores that start and end it)
         self._fm_sent = np.zeros((3, 6))
         self._fm_active = self._fm_stopping = False
+        self._fm_due = self._fm_age = 0  # forceMode sends still due for a change; cycles since the last one
+        self._fm_refresh = max(1, int(round(FORCE_MODE_REFRESH * s.rate)))
         self._fm_limits = [*(s.force_speed[0],) * 3, *(s.force_speed[1],) * 3]
         self._fm_others = [*(s.force_deviation[0],) * 3, *(s.force_deviation[1],) * 3]
         self._free_want = False
-        self._free_axes = np.zeros(6)
+        self._free_axes, self._free_frame = np.zeros(6), np.zeros(6)
         self._free_on = False
         self._halt = False  # velocity interface: a zero speedJ is due (the robot was just disabled or stopped)
         self._reset_until = 0.0  # monotonic() until which a reset's chore may still clear a protective stop
@@ -260,6 +267,10 @@ class URBackend(Backend):
             time.sleep(0.5)
         self._stamp = self.recv.getTimestamp()
         self._last_seen = self.monotonic()
+        if Capability.FREEDRIVE in self.capabilities and _version(self.dash.polyscopeVersion()) < (5, 10):
+            self.capabilities = self.capabilities - {Capability.FREEDRIVE}  # (the script's freedrive is 5.10+)
+            print(f"[realtime_loop] UR: PolyScope {self.dash.polyscopeVersion()!r} has no freedriveMode (5.10+): "
+                  f"a constrained zero-G runs as admittance", file=sys.stderr, flush=True)
         self.worker = _Worker()
 
     def _chore(self, fn, gen: int | None):
@@ -335,6 +346,8 @@ class URBackend(Backend):
             self._start_script(gen)
         else:
             self._arm_watchdog()  # (a script ur_rtde restarted by itself after a reconnect runs without it)
+            self._end_force_mode(gen)  # (one that failed to end before: nothing moves before the loop asks)
+            self._end_freedrive(gen)
         with self._flags:
             self._check(gen)
             self._ready = self._wanted
@@ -379,43 +392,52 @@ class URBackend(Backend):
                 raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
             time.sleep(0.01)
 
+    def _stop_stream(self) -> None:
+        decel = self.settings.stop_deceleration
+        self.ctrl.speedStop(decel) if self.velocity_mode else self.ctrl.servoStop(decel)
+        self._streaming = False
+
     def _stop_motion(self, gen: int) -> None:
-        """End freedrive and force mode, and stop the stream (the controller holds the arm)."""
-        if self._script_runs():
-            self._end_freedrive(gen)
-            self._end_force_mode(gen)
-            decel = self.settings.stop_deceleration
-            self.ctrl.speedStop(decel) if self.velocity_mode else self.ctrl.servoStop(decel)
+        """Stop the stream, end force mode and freedrive (each tried though another fails): the controller holds
+        the arm. Without a program there is nothing to end (neither mode outlives it: ``_start_script`` clears
+        the flags)."""
+        if not self._script_runs():
+            return
+        try:
+            self._stop_stream()
+        finally:
+            try:
+                self._end_force_mode(gen)
+            finally:
+                self._end_freedrive(gen)
 
     def _end_force_mode(self, gen: int) -> None:
-        if self._fm_active:
-            self._fm_active = False
-            self._stop_force_mode(gen)
-
-    def _stop_force_mode(self, gen: int) -> None:
+        """forceModeStop if force mode may be on (after the stream stopped: the script's stopl must not meet its
+        servoj); the flag is cleared once the controller took it, so a failed end is tried again."""
         try:
-            if not self.ctrl.forceModeStop():
-                raise RuntimeError("forceModeStop refused")
+            if (self._fm_active or self._fm_stopping) and self._script_runs():
+                self._stop_stream()
+                if not self.ctrl.forceModeStop():
+                    raise RuntimeError("forceModeStop refused")
+                self._fm_active = False
         finally:
             self._fm_stopping = False
 
     def _freedrive(self, axes: list, feature: list):
         def freedrive(gen):
             """Stop the stream, then freedrive with ``axes`` free in ``feature``."""
-            decel = self.settings.stop_deceleration
-            self.ctrl.speedStop(decel) if self.velocity_mode else self.ctrl.servoStop(decel)
-            self._streaming = False
+            self._stop_stream()
             self._end_force_mode(gen)
-            self._free_on = True
+            self._free_on = True  # (before the call: an end is sent whatever became of it)
             if not self.ctrl.freedriveMode(axes, feature):
                 raise RuntimeError(f"freedriveMode {axes} refused")
         return freedrive
 
     def _end_freedrive(self, gen: int) -> None:
-        if self._free_on:
-            self._free_on = False
+        if self._free_on and self._script_runs():
             if not self.ctrl.endFreedriveMode():
                 raise RuntimeError("endFreedriveMode refused")
+            self._free_on = False
 
     # ---- the cycle ---------------------------------------------------------------------------------
     def wait(self, timeout: float) -> bool:
@@ -518,11 +540,14 @@ class URBackend(Backend):
         """Force mode and freedrive as ``command`` asks (the loop's thread, the control interface held): what
         this cycle's command slot is for: ``_STREAM`` (servoJ / speedJ), ``_SENT`` (a forceMode went instead),
         ``_IDLE`` (in or near freedrive, or a chore was posted: nothing streamed, the watchdog kicked)."""
+        if not np.isfinite(command.cartesian).all():  # (never: the loop's rows are finite; if not, neither mode)
+            command.cartesian[:] = 0.0
         free = command.free_axes
         if free.any():
-            if not self._free_want or not np.array_equal(free, self._free_axes):
+            if not self._free_want or not np.array_equal(free, self._free_axes) or \
+                    not np.array_equal(command.free_frame, self._free_frame):
                 self._free_want = True
-                self._free_axes[:] = free
+                self._free_axes[:], self._free_frame[:] = free, command.free_frame
                 axes = [int(x) for x in free]
                 self.worker.post(self._chore(self._freedrive(axes, command.free_frame.tolist()), None))
             return _IDLE
@@ -534,19 +559,27 @@ class URBackend(Backend):
             return _IDLE  # (freedrive or force mode is being ended)
         axes = command.force_axes
         if axes.any():
+            # (a command the script's cycle does not see before the next one overwrites it is lost: a change is
+            # sent twice, and the same again every ``FORCE_MODE_REFRESH`` s)
             sent = self._fm_sent
-            if self._fm_active and np.array_equal(axes, sent[0]) and np.array_equal(command.force_wrench, sent[1]) \
-                    and not _moved(command.force_frame, sent[2], bool(axes[3:].any())):
-                return _STREAM
+            if not (self._fm_active and np.array_equal(axes, sent[0]) and
+                    np.array_equal(command.force_wrench, sent[1]) and
+                    not _moved(command.force_frame, sent[2], bool(axes[3:].any()))):
+                self._fm_due = 2
+            elif self._fm_due == 0:
+                self._fm_age += 1
+                if self._fm_age < self._fm_refresh:
+                    return _STREAM
             limits = [lim if a else other for a, lim, other in zip(axes, self._fm_limits, self._fm_others)]
             if ctrl.forceMode(command.force_frame.tolist(), [int(a) for a in axes], command.force_wrench.tolist(),
                               FORCE_MODE_TYPE, limits):
                 sent[0], sent[1], sent[2] = axes, command.force_wrench, command.force_frame
                 self._fm_active = True
+                self._fm_due, self._fm_age = max(self._fm_due - 1, 0), 0
             return _SENT
         if self._fm_active:
-            self._fm_active, self._fm_stopping = False, True  # (the stream resumes after the chore's forceModeStop)
-            self.worker.post(self._chore(self._stop_force_mode, None))
+            self._fm_stopping = True  # (the stream resumes after the chore's forceModeStop)
+            self.worker.post(self._chore(self._end_force_mode, None))
             return _IDLE
         return _STREAM
 
@@ -641,6 +674,13 @@ class URBackend(Backend):
                             pass
             finally:
                 self.ctrl_lock.release()
+
+
+def _version(text: str) -> tuple:
+    """(major, minor) of a dashboard ``PolyscopeVersion`` reply ("URSoftware 5.11.1.108318 (...)"); (0, 0) if
+    there is none."""
+    m = re.search(r"(\d+)\.(\d+)", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def _moved(frame: np.ndarray, sent: np.ndarray, origin: bool) -> bool:

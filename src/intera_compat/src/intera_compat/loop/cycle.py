@@ -433,7 +433,7 @@ class LoopCycle:
         if not ad.compute(hw.position, hw.wrench, sp.q):
             self.interaction_failures += 1  # (a bad wrench, a singular step): the last command holds
             ad.hold()
-        elif self._force_mode:
+        if self._force_mode:  # (after a failed step too: as last cycle, not a stop and a start)
             ad.hand_force(cmd.force_axes, cmd.force_wrench, cmd.force_frame)
             self._cartesian_on = True
         self._source_q[:] = sp.q[ad.arm]  # the source's own reference, for a rebase by the safety chain's cut
@@ -449,6 +449,9 @@ class LoopCycle:
         cut = self._cut
         np.subtract(sp.q[i], sp.source_q[i], out=cut)
         ad.rebase(sp.q[i])
+        if self._force_mode:  # (what the arm's force mode moves must stop too: none handed out for a while)
+            ad.hold_back()
+            self.adapter.command.cartesian[:2] = 0.0
         if not cut.any():
             return
         kept_q, kept_v = self._kept_q, self._kept_v
