@@ -318,9 +318,16 @@ def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
     time.sleep(4.0)
     x1 = where()
     assert 0.11 < x1[2] - x0[2] < 0.135 and np.abs(x1[:2] - x0[:2]).max() < 0.005  # held at the wall, x y kept
-    assert "force off" in emulator_mode()  # (the wall: the loop took the axis back)
-    assert emulator_mode().endswith("errors 0")  # (its stream stopped before forceModeStop: no script conflict)
+    assert "force 001000" in emulator_mode()  # (the wall is a force the controller regulates too)
+    dashboard("emulator push 0 0 15 0 0 0 1")  # a hand pulls it further up: the wall pushes back
+    time.sleep(0.8)
+    assert 0.12 < where()[2] - x0[2] < 0.135
+    time.sleep(1.5)
+    x1 = where()
+    assert 0.11 < x1[2] - x0[2] < 0.125  # back at the wall
     pub.publish(interaction(interaction_control_active=False))  # off: a hold where it is
+    assert wait_for(lambda: "force off" in emulator_mode(), 5, period=0.1)
+    assert emulator_mode().endswith("errors 0")  # (its stream stopped before forceModeStop: no script conflict)
     time.sleep(1.0)
     assert np.abs(where() - x1).max() < 0.003 and not state.msg.error
     # constrained zero-G in the horizontal plane (constrained_zeroG.py -ph)

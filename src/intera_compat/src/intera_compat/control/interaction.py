@@ -478,10 +478,9 @@ class CartesianAdmittance:
 
     An arm whose own controller regulates force (``hand_force``: a UR's force mode) is handed the FORCE axes;
     there (``delegated``) the offset follows the measured endpoint instead of the virtual mass, so the command
-    agrees with the arm and nothing jumps when the axis comes back. A FORCE_WITH_MOTION_LIMIT axis is taken back
-    at its motion limit (the wall holds it) and handed out again once the arm is back within 90 % of it; rotations
-    likewise at the ±82.5° wall; every axis for ``HOLD_BACK`` s once a joint limit or the safety chain cut the
-    command (``hold_back``: the loop's limits stop what it moves itself). An
+    agrees with the arm and nothing jumps when the axis comes back. The motion limit and rotation walls are
+    forces handed to the arm as well; every axis is taken back for ``HOLD_BACK`` s once a joint limit or the
+    safety chain cut the command (``hold_back``: the loop's limits stop what the arm moves itself). An
     arm with freedrive is put in it for a constrained zero-G it carries out exactly (``free``)."""
 
     def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
@@ -527,7 +526,7 @@ class CartesianAdmittance:
         self.delegated = np.zeros(6, dtype=bool)  # interaction-frame axes the arm's force mode regulates
         self._meas = np.zeros(6)  # the measured endpoint's offset from the reference (base axes)
         self._pos, self._Ra = np.zeros(3), np.eye(3)  # the controlled point and the interaction frame, last cycle
-        self._walled = np.zeros(6, dtype=bool)
+        self._f_cap = np.repeat(limits.f_cap, 3)
         self._no_force = 0  # cycles during which no axis is handed out (``hold_back``)
         self._hold_cycles = max(1, int(round(HOLD_BACK / dt)))
         self.free: np.ndarray | None = None  # freedrive's free axes for these parameters (None: not a freedrive)
@@ -540,7 +539,6 @@ class CartesianAdmittance:
         """Interaction takes the arm (or its reference was reset) at measured joint positions ``q`` (arm
         joints): no offset, at rest."""
         self.delegated[:] = False
-        self._walled[:] = False
         self._no_force = 0
         self.delta[:] = 0.0
         self.delta_v[:] = 0.0
@@ -578,27 +576,38 @@ class CartesianAdmittance:
 
     def hand_force(self, axes: np.ndarray, wrench: np.ndarray, frame: np.ndarray) -> None:
         """Fill an arm's force-mode request (``HardwareCommand`` rows: compliant axes, wrench, task frame) from
-        this cycle's parameters and offset; the axes handed out are ``delegated`` from the next cycle on."""
+        this cycle's parameters and offset; the axes handed out are ``delegated`` from the next cycle on. The
+        walls stay the arm's too: beyond FORCE_WITH_MOTION_LIMIT's limit, or the ±82.5° rotation, the outward push
+        is dropped and the wall pushes back (the stiffest impedance, within the force caps); as a force the
+        controller regulates, it settles without the overshoot an admittance behind a servo's delay has."""
         p, d = self.params, self.delegated
-        limited = p.modes == FORCE_WITH_MOTION_LIMIT
-        reach = np.abs(self._da)
-        over = limited & (reach >= self._mlim)
-        back = ~limited | (reach < 0.9 * self._mlim)
-        if not p.rotations_cz:  # the rotational wall
-            theta = float(np.linalg.norm(self._da[3:]))
-            over[3:] |= theta >= self.lim.rotation_wall
-            back[3:] &= theta < 0.9 * self.lim.rotation_wall
-        self._walled |= over
-        self._walled &= ~back
         np.copyto(d, p.force_axes)
-        d &= ~self._walled
         if self._no_force > 0:
             self._no_force -= 1
             d[:] = False
         axes[:] = d
         np.multiply(p.force, d, out=wrench)
+        da = self._da
+        for i in range(6):
+            if d[i] and p.modes[i] == FORCE_WITH_MOTION_LIMIT:
+                self._wall(wrench, i, abs(da[i]) - self._mlim[i], math.copysign(1.0, da[i]), self._k_hi[i])
+        theta = float(np.linalg.norm(da[3:]))
+        if not p.rotations_cz and theta > self.lim.rotation_wall:
+            for i in range(3, 6):
+                if d[i]:
+                    self._wall(wrench, i, theta - self.lim.rotation_wall, da[i] / theta, self._k_hi[i])
+        np.clip(wrench, -self._f_cap, self._f_cap, out=wrench)
         frame[:3] = self._pos
         frame[3:] = pin.log3(self._Ra)
+
+    @staticmethod
+    def _wall(wrench: np.ndarray, i: int, over: float, out: float, k: float) -> None:
+        """Axis ``i`` is ``over`` beyond a wall in direction ``out`` (its share of the outward direction)."""
+        if over <= 0.0:
+            return
+        if wrench[i] * out > 0.0:
+            wrench[i] = 0.0
+        wrench[i] -= out * k * over
 
     def hold_back(self) -> None:
         """The safety chain cut the command: no axis is handed to the arm for ``HOLD_BACK`` s."""

@@ -22,7 +22,8 @@ arm); ``DashboardClient`` powers the arm on, releases its brakes and unlocks pro
 * Interaction control (admittance on the TCP wrench, ``control/interaction.py``) hands the arm's own controller
   what it does better: the FORCE axes go to ``forceMode`` (type 2, the interaction frame as the task frame; the
   compliant axes' speed within ``force_speed``, the others within ``force_deviation`` of the streamed pose;
-  re-sent when the axes or wrench change or the frame moves, in place of that cycle's servoJ; ``forceModeStop``
+  sent again when the axes or the wrench change (a wall's push) or the frame moves, in place of that cycle's
+  servoJ, and every ``FORCE_MODE_REFRESH`` s (a register the script missed is not lost); ``forceModeStop``
   when they end), and a constrained zero-G freedrive can carry exactly goes to ``freedriveMode`` with its free
   axes (nothing is streamed meanwhile, the watchdog is kicked; ``endFreedriveMode`` when it ends). A disable or
   stop ends both before the arm is stopped.
@@ -63,6 +64,7 @@ SAFETY_STOPS = (SAFETY_PROTECTIVE_STOP, SAFETY_SAFEGUARD_STOP, SAFETY_AUTOMATIC_
 RUNTIME_STOPPED, RUNTIME_PLAYING, RUNTIME_PAUSING, RUNTIME_PAUSED = 1, 2, 3, 4
 FORCE_MODE_TYPE = 2  # forceMode: the task frame as given (not turned with the TCP's motion)
 FRAME_MOVED = (0.005, 0.01)
+WRENCH_CHANGED = 0.2  # N or Nm: a wrench (a wall's push) that changed more is sent again
 FORCE_MODE_REFRESH = 0.05  # s: forceMode is sent again this often while it stays the same  # m, rad: a task frame that moved further is sent again (in_endpoint_frame)
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY}
 _STREAM, _SENT, _IDLE = 0, 1, 2  # what a cycle's command slot is for (``URBackend._cartesian``)
@@ -563,7 +565,7 @@ class URBackend(Backend):
             # sent twice, and the same again every ``FORCE_MODE_REFRESH`` s)
             sent = self._fm_sent
             if not (self._fm_active and np.array_equal(axes, sent[0]) and
-                    np.array_equal(command.force_wrench, sent[1]) and
+                    np.abs(command.force_wrench - sent[1]).max() <= WRENCH_CHANGED and
                     not _moved(command.force_frame, sent[2], bool(axes[3:].any()))):
                 self._fm_due = 2
             elif self._fm_due == 0:

@@ -53,6 +53,9 @@ from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, M
 
 TIMEOUT_RANGE = (0.0, 1.0)
 FORWARD_LAG = 1.0  # s a trajectory-only arm may run behind the loop's reference (its controller's feedback)
+# rad: a safety-chain cut this large while an arm's force mode moves axes of its own stops that (``_rebase_admitted``;
+# smaller ones are the chain's shaping of an arm in motion)
+FORCE_MODE_CUT = 0.01
 # scalar blocks of the state record (layouts.state_layout), in record order
 _HEAD_FIELDS = ("time", "cycle", "mode", "source")
 _FLAG_FIELDS = ("enabled", "stopped", "error", "estop_button", "estop_source", "ready", "homed", "gravity_suppressed",
@@ -449,8 +452,8 @@ class LoopCycle:
         cut = self._cut
         np.subtract(sp.q[i], sp.source_q[i], out=cut)
         ad.rebase(sp.q[i])
-        if self._force_mode:  # (what the arm's force mode moves must stop too: none handed out for a while)
-            ad.hold_back()
+        if ad.delegated.any() and np.abs(cut).max() > FORCE_MODE_CUT:
+            ad.hold_back()  # (the arm's force mode took it beyond what the chain allows: none handed out a while)
             self.adapter.command.cartesian[:2] = 0.0
         if not cut.any():
             return
