@@ -255,3 +255,56 @@ def test_freedrive_yields_to_a_hand_along_the_free_axes_only_and_ignores_motion(
     inject(db, "push 0 8 0 0 0 0 1")  # out of freedrive: the arm holds
     time.sleep(1.0)
     assert np.abs(tcp(rr) - x1).max() < 0.001
+
+
+def test_direct_torque_is_refused_below_polyscope_5_26(emulator):
+    from intera_compat.hardware.ur import URBackend
+    cfg = load_config(default_config())
+    backend = URBackend(RobotModel(cfg), {"robot_ip": HOST, "interface": "torque", "startup_timeout": 5.0})
+    with pytest.raises(RuntimeError, match=r"PolyScope 5\.26\+.*5\.11\.1"):
+        backend.connect()  # (the emulator reports 5.11.1: ur_rtde's script leaves direct_torque out there)
+    backend.dash.disconnect()
+    backend.recv.disconnect()
+
+
+@pytest.fixture
+def running_526():
+    """The emulator as a PolyScope 5.26 controller, running ur_rtde's control script."""
+    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.emulator", "--version", "5.26.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    assert "UR controller emulator" in proc.stdout.readline().decode()
+    db = dashboard_client.DashboardClient(HOST)
+    db.connect()
+    db.powerOn()
+    db.brakeRelease()
+    rr = receive()
+    rc = rtde_control.RTDEControlInterface(HOST)
+    yield rc, rr, db
+    rc.disconnect()
+    rr.disconnect()
+    db.disconnect()
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(10)
+
+
+def test_direct_torque_acts_on_top_of_the_controllers_gravity_compensation(running_526):
+    rc, rr, db = running_526
+    assert "5.26.0" in db.polyscopeVersion()
+    q0 = np.array(rr.getActualQ())
+    for _ in range(250):  # zero torque: the controller's gravity compensation alone holds the arm
+        t = rc.initPeriod()
+        assert rc.directTorque([0.0] * 6)
+        rc.waitPeriod(t)
+    assert "motion torque" in mode(db)
+    assert np.abs(np.array(rr.getActualQ()) - q0).max() < 2e-3
+    for _ in range(100):  # 1 Nm on the last joint: it turns that way
+        t = rc.initPeriod()
+        rc.directTorque([0, 0, 0, 0, 0, 1.0])
+        rc.waitPeriod(t)
+    assert rr.getActualQd()[5] > 0.1 and rr.getActualQ()[5] > q0[5] + 0.01
+    rc.kickWatchdog()  # (clears the command: no torque asked any more) ...
+    time.sleep(0.3)
+    assert "motion hold" in mode(db)  # ... the arm holds
+    q = np.array(rr.getActualQ())
+    time.sleep(0.3)
+    assert np.abs(np.array(rr.getActualQ()) - q).max() < 1e-3

@@ -373,3 +373,50 @@ def test_a_protective_stop_in_force_mode_ends_it_and_reset_recovers(ur):
     time.sleep(1.0)
     assert not state.msg.error and np.abs(arm_positions(js) - q).max() < 2e-3  # enabled again, nothing moved
     assert "force off freedrive off" in dashboard("emulator mode")[0]
+
+
+def test_the_torque_interface_on_a_controller_with_direct_torque(launch):
+    """interface:=torque on a PolyScope 5.26 controller: the loop's inverse dynamics less the controller's own
+    gravity compensation through directTorque — JTAS goals, the torque arm's impedance (stiffness from a push), and
+    a disable mid-motion that stops the arm and holds it."""
+    from conftest import _start_robot
+    robot = _start_robot(launch, "ur", "interface:=torque", "version:=5.26.0")
+    js = next(robot)
+    state = Latest("/robot/state", RobotAssemblyState)
+    tip = Latest("/robot/limb/right/endpoint_state", EndpointState)
+    assert wait_for(lambda: state.msg is not None and state.msg.enabled and tip.msg is not None, 30)
+    assert "motion torque" in dashboard("emulator mode")[0]
+    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    q0 = arm_positions(js)
+    dq = np.array([0.4, -0.2, 0.2, 0.3, -0.3, 0.5])
+    client.send_goal(goal(q0, dq, 3.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
+    assert np.abs(arm_positions(js) - (q0 + dq)).max() < 0.01
+    pub = publisher("/robot/limb/right/interaction_control_command", InteractionControlCommand)
+    pub.publish(interaction(K_impedance=[500, 1300, 1300, 30, 30, 30], max_impedance=[False] * 6))
+    time.sleep(1.0)
+
+    def x():
+        return tip.msg.pose.position.x
+    x0 = x()
+    dashboard("emulator push 10 0 0 0 0 0 3")
+    time.sleep(2.5)
+    assert 10.0 / (x() - x0) == pytest.approx(500.0, rel=0.1)  # the impedance the torque arm runs itself
+    time.sleep(2.0)
+    assert abs(x() - x0) < 0.002
+    pub.publish(interaction(interaction_control_active=False))
+    q1 = arm_positions(js)
+    client.send_goal(goal(q1, -dq, 3.0))
+    time.sleep(1.5)
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: not state.msg.enabled, 3, period=0.1, every=lambda: enable.publish(False))
+    time.sleep(1.0)
+    assert "motion hold" in dashboard("emulator mode")[0]  # (no torque asked: the controller holds the arm)
+    q_stop = arm_positions(js)
+    time.sleep(1.0)
+    assert np.abs(arm_positions(js) - q_stop).max() < 1e-3
+    tip.close()
+    state.close()
+    robot.close()

@@ -1,6 +1,7 @@
-"""``python -m intera_compat.emulator [--config ur5e.yaml] [--host 127.0.0.1]``: a UR controller on loopback (RTDE
-30004, Dashboard 29999, script 30003) backed by the MuJoCo arm, until interrupted. In its own process: ur_rtde's calls block
-holding the Python interpreter, so a client in the same process would starve the servers."""
+"""``python -m intera_compat.emulator [--config ur5e.yaml] [--host 127.0.0.1] [--version 5.26.0]``: a UR controller
+on loopback (RTDE 30004, Dashboard 29999, script 30003) backed by the MuJoCo arm, until interrupted. In its own
+process: ur_rtde's calls block holding the Python interpreter, so a client in the same process would starve the
+servers."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +11,7 @@ import threading
 from .dashboard_server import DashboardServer
 from .rtde_server import RTDEServer
 from .script_server import ScriptServer
-from .ur_controller import URController
+from .ur_controller import VERSION, URController
 
 
 def main(argv=None) -> None:
@@ -18,8 +19,11 @@ def main(argv=None) -> None:
     ap.add_argument("--config", default=None, help="robot config of the arm (default: config/ur5e.yaml)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--dashboard-port", type=int, default=29999)
+    ap.add_argument("--version", default="", help="the PolyScope version it reports, e.g. 5.26.0 (default 5.11.1: "
+                    "no direct torque)")
     args = ap.parse_args(argv)
-    controller = URController(args.config)
+    version = tuple(int(x) for x in args.version.split(".")) if args.version else VERSION
+    controller = URController(args.config, version=version)
     controller.start()
     rtde = RTDEServer(controller, args.host).start()
     servers = [rtde, DashboardServer(controller, args.host, args.dashboard_port, rtde).start(),

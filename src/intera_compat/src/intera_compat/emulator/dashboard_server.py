@@ -7,15 +7,15 @@ protective stop``, ``emulator estop on|off`` (the robot's E-stop button), ``emul
 RTDE data packages: clients time out), ``emulator slider F`` (the teach pendant's speed slider, 0..1),
 ``emulator digital_in N on|off`` (0-7 standard, 8-15 configurable, 16-17 tool), ``emulator analog_in N V``,
 ``emulator push Fx Fy Fz Tx Ty Tz S`` (a wrench pushed onto the tool for S seconds: a hand guiding the arm).
-``emulator mode`` answers with the arm's force mode and freedrive axes (``force 001000 freedrive off ignored 0 errors 0``:
-the compliant / free axes of the task / feature frame, the motion commands ignored in freedrive, the runtime
-errors that stopped the program)."""
+``emulator mode`` answers with the arm's force mode and freedrive axes (``force 001000 freedrive off motion servo ignored 0
+errors 0``: the compliant / free axes of the task / feature frame, what the arm follows — hold, servo, speed, move,
+torque —, the motion commands ignored in freedrive, the runtime errors that stopped the program)."""
 from __future__ import annotations
 
 import socketserver
 
 from .tcp import ThreadedServer
-from .ur_controller import (PAUSED, PLAYING, ROBOT_MODE_NAMES, SAFETY_MODE_NAMES, SERIAL, VERSION, URController)
+from .ur_controller import (PAUSED, PLAYING, ROBOT_MODE_NAMES, SAFETY_MODE_NAMES, SERIAL, URController)
 
 PORT = 29999
 GREETING = "Connected: Universal Robots Dashboard Server"
@@ -75,7 +75,8 @@ class DashboardServer(ThreadedServer):
                 with c.lock:
                     force = "off" if c.force_mode is None else "".join("1" if b else "0" for b in c.force_mode[0])
                     free = "off" if c.freedrive is None else "".join("1" if b else "0" for b in c.freedrive[0])
-                    return f"emulator: force {force} freedrive {free} ignored {c.ignored} errors {len(c.errors)}"
+                    return (f"emulator: force {force} freedrive {free} motion {c.motion} ignored {c.ignored} "
+                            f"errors {len(c.errors)}")
             else:
                 raise ValueError(what)
         except (ValueError, IndexError):
@@ -86,7 +87,7 @@ class DashboardServer(ThreadedServer):
         c = self.controller
         cmd, _, arg = line.partition(" ")
         low = line.lower()
-        version = ".".join(str(x) for x in VERSION)
+        version = ".".join(str(x) for x in c.version)
         if low == "power on":
             c.power_on()
             return "Powering on"

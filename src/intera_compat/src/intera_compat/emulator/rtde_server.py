@@ -20,7 +20,7 @@ import time
 
 from ..loop.scheduler import sleep_until_next
 from .tcp import ThreadedServer
-from .ur_controller import VERSION, URController
+from .ur_controller import URController
 
 PORT = 30004
 V, v, M, U, O, I, S, P = (ord(c) for c in "VvMUOISP")
@@ -118,7 +118,7 @@ class _Connection(socketserver.BaseRequestHandler):
         if kind == V:
             self._send(V, b"\x01" if len(body) == 2 and struct.unpack(">H", body)[0] in (1, 2) else b"\x00")
         elif kind == v:
-            self._send(v, struct.pack(">IIII", *VERSION))
+            self._send(v, struct.pack(">IIII", *self.server.controller.version))
         elif kind == O:
             self.frequency = struct.unpack(">d", body[:8])[0]
             names = [x for x in body[8:].decode().split(",") if x]

@@ -13,6 +13,10 @@ Force mode (``forceMode``, a realtime command; ``forceModeStop``) and freedrive 
   to make the wrench it exerts equal the one asked (a velocity ``FORCE_GAIN`` × error, within the limits: the
   largest TCP speed there); the other axes follow the program's motion commands (servoJ, speedJ), whose
   component along the compliant axes is dropped;
+* direct torque (``directTorque``, PolyScope 5.26+: ``version``; ignored below, as the script's line is left out
+  there): the joint torques on top of the controller's own gravity compensation, the servo off, while the command
+  stays in the register (cleared, or any other command: the arm holds where it is). ur_rtde 1.6.5's script passes
+  zero friction scales whatever the client asks (it reads them into unused names): none are applied here either;
 * freedrive: the arm yields to the wrench pushed onto it along / about the free axes of the feature frame
   (a damper, ``FREEDRIVE_DAMPING``) and holds the others; motion commands are ignored meanwhile (``ignored``).
 
@@ -57,7 +61,9 @@ SERIAL = "20235500001"
 NO_CMD, MOVEJ, SPEEDJ, SERVOJ, SPEED_STOP, SERVO_STOP, STOPJ, SET_WATCHDOG, STOP_SCRIPT = 0, 1, 9, 11, 15, 16, 34, 35, 255
 ZERO_FT_SENSOR, SET_PAYLOAD, TOOL_CONTACT = 8, 17, 25
 FORCE_MODE, FORCE_MODE_STOP, FREEDRIVE_MODE, END_FREEDRIVE_MODE, GET_FREEDRIVE_STATUS = 6, 7, 52, 53, 54
-REALTIME = {SERVOJ, SPEEDJ, TOOL_CONTACT, FORCE_MODE}
+DIRECT_TORQUE = 66
+REALTIME = {SERVOJ, SPEEDJ, TOOL_CONTACT, FORCE_MODE, DIRECT_TORQUE}
+DIRECT_TORQUE_SINCE = (5, 26)  # the PolyScope version ur_rtde's script has direct_torque from
 FORCE_GAIN = (0.004, 0.04)  # m/s per N, rad/s per Nm: force mode's TCP velocity per unit of wrench error
 FREEDRIVE_DAMPING = (60.0, 3.0)  # N s/m, Nm s/rad: what a hand feels moving the arm in freedrive
 FREEDRIVE_SPEED = (0.25, 1.0)  # m/s, rad/s: the most freedrive lets the TCP move
@@ -75,7 +81,7 @@ def default_config() -> str:
 class URController:
     """The emulated controller. ``start()`` runs the arm; every public method is thread-safe."""
 
-    def __init__(self, config: str | None = None, initial_pose: str = "neutral"):
+    def __init__(self, config: str | None = None, initial_pose: str = "neutral", version: tuple = VERSION):
         self.cfg = load_config(config or default_config())
         self.rm = RobotModel(self.cfg)
         self.n = self.cfg.n_arm
@@ -86,6 +92,9 @@ class URController:
         self.cmd = HardwareCommand.zeros(len(self.cfg.all_joints), CommandMode.POSITION)
         self.cmd.position[:] = self.state.position
         self.lock = threading.RLock()
+        self.version = (tuple(int(x) for x in version) + (0, 0, 0, 0))[:4]  # (RTDE 'v', PolyscopeVersion)
+        self._torque = np.zeros(self.n)  # direct torque: the joint torques asked (on top of gravity)
+        self._g = np.zeros(len(self.cfg.all_joints))
         self.robot_mode = POWER_OFF
         self.safety_mode = NORMAL
         self.runtime_state = STOPPED
@@ -228,6 +237,12 @@ class URController:
                     self._force_mode()
                 elif self.freedrive is not None:
                     self.ignored += 1  # (URScript: no motion while the arm is in freedrive)
+                elif cmd == DIRECT_TORQUE:
+                    if self.version[:2] < DIRECT_TORQUE_SINCE:
+                        self.unsupported.add(cmd)
+                    else:
+                        self._torque[:] = d[:6]
+                        self._mode = "torque"
                 elif cmd == SERVOJ:
                     self._servo_q[:] = d[:6]
                     self._mode = "servo"
@@ -241,6 +256,9 @@ class URController:
                 if self.out_int[0] == DONE:
                     self.out_int[0] = READY
                 self._executing = NO_CMD
+                if self._mode == "torque":  # (no torque asked any more: the arm holds)
+                    self._mode = "hold"
+                    self._hold()
             elif cmd == STOP_SCRIPT:
                 self._end_script()
             elif cmd != self._executing:
@@ -308,7 +326,14 @@ class URController:
 
     def _motion(self) -> None:
         n, target = self.n, self.cmd.position
+        self.cmd.mode = CommandMode.POSITION
         if not self.moving_allowed():
+            return
+        if self._mode == "torque":
+            self.rm.gravity(self.state.position, out=self._g)
+            self.cmd.mode = CommandMode.TORQUE
+            np.add(self._torque, self._g[:n], out=self.cmd.effort[:n])
+            target[:n] = self.state.position[:n]  # (where it holds when the torque ends)
             return
         if self.freedrive is not None:
             free, R6 = self.freedrive
@@ -392,6 +417,11 @@ class URController:
         if self._contact_since < 0:
             self._contact_since = now
         return 1 + int((now - self._contact_since) / PERIOD)
+
+    @property
+    def motion(self) -> str:
+        """What the arm follows: hold, servo (servoJ), speed (speedJ), move (moveJ) or torque (directTorque)."""
+        return self._mode
 
     def moving_allowed(self) -> bool:
         return self.robot_mode == RUNNING and self.safety_mode in (NORMAL, REDUCED)

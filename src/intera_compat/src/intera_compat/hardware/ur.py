@@ -66,7 +66,9 @@ FORCE_MODE_TYPE = 2  # forceMode: the task frame as given (not turned with the T
 FRAME_MOVED = (0.005, 0.01)
 WRENCH_CHANGED = 0.2  # N or Nm: a wrench (a wall's push) that changed more is sent again
 FORCE_MODE_REFRESH = 0.05  # s: forceMode is sent again this often while it stays the same  # m, rad: a task frame that moved further is sent again (in_endpoint_frame)
-INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY}
+INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "torque": Capability.TORQUE}
+DIRECT_TORQUE_SINCE = (5, 26)  # PolyScope: ur_rtde's control script has direct_torque from this version on
+NO_FRICTION = [0.0] * 6  # directTorque's friction scales (the loop's law has the joints' friction already)
 _STREAM, _SENT, _IDLE = 0, 1, 2  # what a cycle's command slot is for (``URBackend._cartesian``)
 # what the loop reads from the arm (RTDEReceiveInterface's output recipe)
 VARIABLES = ["timestamp", "actual_q", "actual_qd", "actual_TCP_force", "speed_scaling", "target_speed_fraction",
@@ -80,7 +82,7 @@ class URSettings:
 
     robot_ip: str = "127.0.0.1"
     rate: float = 500.0  # Hz: RTDE and the loop (e-Series 500, CB3 125)
-    interface: str = "position"  # position: servoJ each cycle; velocity: speedJ each cycle
+    interface: str = "position"  # position: servoJ; velocity: speedJ; torque: directTorque (PolyScope 5.26+)
     servo_lookahead: float = 0.1  # s, servoJ lookahead_time (0.03 .. 0.2)
     servo_gain: float = 300.0  # servoJ gain (100 .. 2000)
     speed_acceleration: float = 4.0  # rad/s², speedJ's acceleration towards each new velocity
@@ -121,9 +123,9 @@ class URSettings:
         if (s.force_mode or s.freedrive) and not s.watchdog_hz > 0:
             raise ValueError(f"{cfg.path}: ur.force_mode and ur.freedrive need ur.watchdog_hz > 0 (either outlives "
                              f"a dead loop otherwise): set them false or the watchdog on")
-        if s.interface == "velocity" and not s.watchdog_hz > 0:
-            raise ValueError(f"{cfg.path}: ur.interface velocity needs ur.watchdog_hz > 0 (a speedJ outlives a "
-                             f"dead loop otherwise)")
+        if s.interface in ("velocity", "torque") and not s.watchdog_hz > 0:
+            raise ValueError(f"{cfg.path}: ur.interface {s.interface} needs ur.watchdog_hz > 0 (a speedJ or a "
+                             f"torque outlives a dead loop otherwise)")
         if cfg.n_arm != 6 or cfg.head_joint:
             raise ValueError(f"{cfg.path}: a UR arm has 6 joints and no head (config: {cfg.n_arm} arm joints, "
                              f"head {cfg.head_joint!r})")
@@ -133,10 +135,11 @@ class URSettings:
         caps = {INTERFACES[self.interface], Capability.SPEED_SCALING}
         if self.ft_sensor:
             caps.add(Capability.WRENCH)
-            if self.force_mode:
+        if self.interface != "torque":  # (a torque arm's interaction control is the loop's impedance)
+            if self.force_mode and self.ft_sensor:
                 caps.add(Capability.FORCE_MODE)
-        if self.freedrive:
-            caps.add(Capability.FREEDRIVE)
+            if self.freedrive:
+                caps.add(Capability.FREEDRIVE)
         return frozenset(caps)
 
 
@@ -197,6 +200,11 @@ class URBackend(Backend):
         self.capabilities = s.capabilities()
         self.period = 1.0 / s.rate
         self.velocity_mode = s.interface == "velocity"
+        self.torque_mode = s.interface == "torque"
+        self.rm = rm
+        self._q_meas = np.zeros(len(rm.cfg.all_joints))  # the last measured joints (torque: gravity at them)
+        self._g = np.zeros(len(rm.cfg.all_joints))
+        self._tau = np.zeros(len(rm.cfg.all_joints))
         self.recv = self.ctrl = self.dash = None
         self.worker: _Worker | None = None
         self.monotonic = time.monotonic
@@ -269,7 +277,12 @@ class URBackend(Backend):
             time.sleep(0.5)
         self._stamp = self.recv.getTimestamp()
         self._last_seen = self.monotonic()
-        if Capability.FREEDRIVE in self.capabilities and _version(self.dash.polyscopeVersion()) < (5, 10):
+        version = _version(self.dash.polyscopeVersion())
+        if self.torque_mode and version < DIRECT_TORQUE_SINCE:
+            raise RuntimeError(f"ur.interface torque needs PolyScope {'.'.join(map(str, DIRECT_TORQUE_SINCE))}+ "
+                               f"(ur_rtde's directTorque); the controller runs {self.dash.polyscopeVersion()!r}: use "
+                               f"interface position")
+        if Capability.FREEDRIVE in self.capabilities and version < (5, 10):
             self.capabilities = self.capabilities - {Capability.FREEDRIVE}  # (the script's freedrive is 5.10+)
             print(f"[realtime_loop] UR: PolyScope {self.dash.polyscopeVersion()!r} has no freedriveMode (5.10+): "
                   f"a constrained zero-G runs as admittance", file=sys.stderr, flush=True)
@@ -473,6 +486,7 @@ class URBackend(Backend):
             if stamp != self._stamp:
                 self._stamp, self._last_seen = stamp, now
             state.position[:] = r.getActualQ()
+            self._q_meas[:] = state.position
             state.velocity[:] = r.getActualQd()
             if self.settings.ft_sensor:
                 state.wrench[:] = r.getActualTCPForce()
@@ -520,14 +534,21 @@ class URBackend(Backend):
             slot = self._cartesian(command, ctrl) if self._ready else _IDLE
             if slot == _STREAM:
                 s = self.settings
-                if self.velocity_mode:
+                if self.torque_mode:  # (the controller compensates gravity itself: the loop's torque, less it)
+                    self.rm.gravity(self._q_meas, out=self._g)
+                    np.subtract(command.effort, self._g, out=self._tau)
+                    ok = ctrl.directTorque(self._tau.tolist(), NO_FRICTION, NO_FRICTION)
+                elif self.velocity_mode:
                     ok = ctrl.speedJ(command.velocity.tolist(), s.speed_acceleration, self.period)
                 else:
                     ok = ctrl.servoJ(command.position.tolist(), 0.0, 0.0, self.period, s.servo_lookahead,
                                      s.servo_gain)
                 self._streaming = self._streaming or ok
-            elif self._halt:  # (velocity: zero at once from here; the stop chore's speedStop follows)
-                ctrl.speedJ([0.0] * 6, self.settings.stop_deceleration, self.period)
+            elif self._halt:  # (at once from here; the stop chore's speedStop / servoStop follows)
+                if self.torque_mode:
+                    ctrl.kickWatchdog()  # (clears the command register: no torque is asked any more)
+                else:
+                    ctrl.speedJ([0.0] * 6, self.settings.stop_deceleration, self.period)
                 self._halt = False
             elif slot == _IDLE and self._kick_every:
                 self._cycle += 1
@@ -645,7 +666,7 @@ class URBackend(Backend):
         """Stop streaming and stop the arm (servoStop / speedStop: the controller holds it); a power-up under way
         is cancelled."""
         self._next(False)
-        self._halt = self.velocity_mode and self._streaming
+        self._halt = (self.velocity_mode or self.torque_mode) and self._streaming
         busy = self._streaming or self._fm_active or self._free_want or self._free_on
         self._free_want = False
         if busy and self.worker is not None:
