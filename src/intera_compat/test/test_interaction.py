@@ -497,13 +497,16 @@ def test_a_sawyers_seven_nullspace_stiffnesses_are_ignored_on_a_six_joint_arm():
 
 
 def test_the_walls_are_forces_handed_to_the_arms_force_mode(rm):
-    """Beyond FORCE_WITH_MOTION_LIMIT's 0.12 m the outward push is dropped and the wall pushes back (the stiffest
-    impedance, within the 50 N cap); beyond ±82.5° the rotations likewise; within them, the force asked."""
+    """Beyond FORCE_WITH_MOTION_LIMIT's 0.12 m the outward push is dropped (fading across the last 10 %) and the wall
+    pushes back (the stiffest impedance, within the 50 N cap); beyond ±82.5° the rotations likewise; within them,
+    the force asked. Once held back (a limit or the safety chain cut the command) nothing is handed out until the
+    parameters change."""
     ad = CartesianAdmittance(rm, "right_hand", slice(0, 7), LIM, 0.001)
     ad.set(InteractionParams(words(modes=(IMPEDANCE, IMPEDANCE, FORCE_WITH_MOTION_LIMIT, FORCE, IMPEDANCE, IMPEDANCE),
                                    force=(0, 0, 10.0, 1.0, 0, 0)), 7))
     axes, wrench, frame = np.zeros(6), np.zeros(6), np.zeros(6)
-    for dz, fz in ((0.05, 10.0), (0.125, -LIM.k_top[0] * 0.005), (0.2, -LIM.f_cap[0]), (-0.125, 10.0 + 15.0)):
+    for dz, fz in ((0.05, 10.0), (0.114, 5.0), (0.125, -LIM.k_top[0] * 0.005), (0.2, -LIM.f_cap[0]),
+                   (-0.125, 10.0 + 15.0)):  # (0.114: half-way across the last 10 % before the wall: half the push)
         ad._da[:] = 0.0
         ad._da[2] = dz
         ad.hand_force(axes, wrench, frame)
@@ -511,6 +514,10 @@ def test_the_walls_are_forces_handed_to_the_arms_force_mode(rm):
     ad._da[3] = np.radians(85.0)  # 2.5° beyond the rotational wall, pushing further out with 1 Nm: dropped, pushed back
     ad.hand_force(axes, wrench, frame)
     assert wrench[3] == pytest.approx(-min(LIM.k_top[1] * np.radians(2.5), LIM.f_cap[1]))
-    ad.hold_back()  # the safety chain cut the command: nothing handed out for a while
+    ad.hold_back()  # the safety chain cut the command: nothing handed out ...
+    for _ in range(3):
+        ad.hand_force(axes, wrench, frame)
+        assert not axes.any() and not wrench.any()
+    ad.set(ad.params)  # ... until the parameters change
     ad.hand_force(axes, wrench, frame)
-    assert not axes.any() and not wrench.any()
+    assert axes.tolist() == [0, 0, 1, 1, 0, 0]

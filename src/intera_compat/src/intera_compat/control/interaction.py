@@ -32,7 +32,7 @@ import numpy as np
 import pinocchio as pin
 
 IMPEDANCE, FORCE, IMPEDANCE_WITH_FORCE_LIMIT, FORCE_WITH_MOTION_LIMIT = 1, 2, 3, 4
-HOLD_BACK = 0.5  # s no axis is handed to an arm's force mode after a joint limit or the safety chain cut a step
+WALL_BAND = 0.1  # of a wall's distance: the outward push of an arm's force mode fades to nothing across it
 MODE_NAMES = {IMPEDANCE: "IMPEDANCE", FORCE: "FORCE", IMPEDANCE_WITH_FORCE_LIMIT: "IMPEDANCE_WITH_FORCE_LIMIT",
               FORCE_WITH_MOTION_LIMIT: "FORCE_WITH_MOTION_LIMIT"}
 
@@ -479,8 +479,9 @@ class CartesianAdmittance:
     An arm whose own controller regulates force (``hand_force``: a UR's force mode) is handed the FORCE axes;
     there (``delegated``) the offset follows the measured endpoint instead of the virtual mass, so the command
     agrees with the arm and nothing jumps when the axis comes back. The motion limit and rotation walls are
-    forces handed to the arm as well; every axis is taken back for ``HOLD_BACK`` s once a joint limit or the
-    safety chain cut the command (``hold_back``: the loop's limits stop what the arm moves itself). An
+    forces handed to the arm as well (the outward push fading across the last ``WALL_BAND`` before them); every
+    axis is taken back once a joint limit or the safety chain cut the command, until interaction restarts or
+    its parameters change (``hold_back``: the loop's limits stop what the arm moves itself). An
     arm with freedrive is put in it for a constrained zero-G it carries out exactly (``free``)."""
 
     def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
@@ -527,19 +528,19 @@ class CartesianAdmittance:
         self._meas = np.zeros(6)  # the measured endpoint's offset from the reference (base axes)
         self._pos, self._Ra = np.zeros(3), np.eye(3)  # the controlled point and the interaction frame, last cycle
         self._f_cap = np.repeat(limits.f_cap, 3)
-        self._no_force = 0  # cycles during which no axis is handed out (``hold_back``)
-        self._hold_cycles = max(1, int(round(HOLD_BACK / dt)))
+        self._held_back = False  # no axis is handed out until interaction restarts or its parameters change
         self.free: np.ndarray | None = None  # freedrive's free axes for these parameters (None: not a freedrive)
 
     def set(self, params: InteractionParams) -> None:
         self.params = params
         self.free = freedrive_axes(params, self._k_lo)
+        self._held_back = False
 
     def start(self, q: np.ndarray) -> None:
         """Interaction takes the arm (or its reference was reset) at measured joint positions ``q`` (arm
         joints): no offset, at rest."""
         self.delegated[:] = False
-        self._no_force = 0
+        self._held_back = False
         self.delta[:] = 0.0
         self.delta_v[:] = 0.0
         self.q_cmd[:] = q
@@ -582,36 +583,38 @@ class CartesianAdmittance:
         controller regulates, it settles without the overshoot an admittance behind a servo's delay has."""
         p, d = self.params, self.delegated
         np.copyto(d, p.force_axes)
-        if self._no_force > 0:
-            self._no_force -= 1
+        if self._held_back:
             d[:] = False
         axes[:] = d
         np.multiply(p.force, d, out=wrench)
         da = self._da
         for i in range(6):
             if d[i] and p.modes[i] == FORCE_WITH_MOTION_LIMIT:
-                self._wall(wrench, i, abs(da[i]) - self._mlim[i], math.copysign(1.0, da[i]), self._k_hi[i])
+                lim = self._mlim[i]
+                self._wall(wrench, i, abs(da[i]) - lim, math.copysign(1.0, da[i]), self._k_hi[i], WALL_BAND * lim)
         theta = float(np.linalg.norm(da[3:]))
-        if not p.rotations_cz and theta > self.lim.rotation_wall:
+        wall = self.lim.rotation_wall
+        if not p.rotations_cz and theta > (1.0 - WALL_BAND) * wall:
             for i in range(3, 6):
                 if d[i]:
-                    self._wall(wrench, i, theta - self.lim.rotation_wall, da[i] / theta, self._k_hi[i])
+                    self._wall(wrench, i, theta - wall, da[i] / theta, self._k_hi[i], WALL_BAND * wall)
         np.clip(wrench, -self._f_cap, self._f_cap, out=wrench)
         frame[:3] = self._pos
         frame[3:] = pin.log3(self._Ra)
 
     @staticmethod
-    def _wall(wrench: np.ndarray, i: int, over: float, out: float, k: float) -> None:
-        """Axis ``i`` is ``over`` beyond a wall in direction ``out`` (its share of the outward direction)."""
-        if over <= 0.0:
-            return
+    def _wall(wrench: np.ndarray, i: int, over: float, out: float, k: float, band: float) -> None:
+        """Axis ``i`` is ``over`` beyond a wall in direction ``out`` (its share of the outward direction): the
+        outward push fades to nothing across ``band`` before the wall (no step), beyond it the wall pushes back."""
         if wrench[i] * out > 0.0:
-            wrench[i] = 0.0
-        wrench[i] -= out * k * over
+            wrench[i] *= min(max(-over / band, 0.0), 1.0)
+        if over > 0.0:
+            wrench[i] -= out * k * over
 
     def hold_back(self) -> None:
-        """The safety chain cut the command: no axis is handed to the arm for ``HOLD_BACK`` s."""
-        self._no_force = self._hold_cycles
+        """A joint limit or the safety chain cut the command: no axis is handed to the arm until interaction
+        restarts or its parameters change (what the arm's force mode moves must stop, and stay stopped)."""
+        self._held_back = True
         self.delegated[:] = False
 
     def hand_freedrive(self, axes: np.ndarray, frame: np.ndarray) -> None:
@@ -747,7 +750,8 @@ class CartesianAdmittance:
         if (qn < self._q_lo).any() or (qn > self._q_hi).any():
             np.clip(qn, self._q_lo, self._q_hi, out=qn)
             cut = True
-            self._no_force = self._hold_cycles
+            if self.delegated.any():
+                self.hold_back()
         self._q_prev[:] = self.q_cmd
         self._J_last[:] = J
         np.subtract(qn, self.q_cmd, out=self.v_cmd)

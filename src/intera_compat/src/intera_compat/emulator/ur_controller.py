@@ -38,7 +38,7 @@ import pinocchio as pin
 
 from ..config import load_config
 from ..hardware.base import CommandMode, HardwareCommand, HardwareState
-from ..hardware.sim import SimPositionBackend
+from ..hardware.sim import SimBackend, SimPositionBackend
 from ..loop.scheduler import sleep_until_next
 from ..model.robot_model import RobotModel
 
@@ -154,8 +154,9 @@ class URController:
             with self.lock:  # (while motion is not allowed the target stays where the arm was held)
                 self.cmd.velocity[:] = 0.0
                 self._script_cycle()
-                for _ in range(steps):
-                    self.plant.write(self.cmd)
+                write = SimBackend.write if self.cmd.mode == CommandMode.TORQUE else SimPositionBackend.write
+                for _ in range(steps):  # (direct torque: the joint torques as they are, the servo off)
+                    write(self.plant, self.cmd)
                 self.plant.read(self.state)
             nxt = sleep_until_next(nxt, PERIOD)
 
@@ -233,6 +234,9 @@ class URController:
                 d = self._doubles(8)
                 if cmd == TOOL_CONTACT:
                     self.out_int[1] = self._tool_contact(d[:6])
+                    if self._mode == "torque":  # (the register no longer asks for a torque: the arm holds)
+                        self._mode = "hold"
+                        self._hold()
                 elif cmd == FORCE_MODE:
                     self._force_mode()
                 elif self.freedrive is not None:

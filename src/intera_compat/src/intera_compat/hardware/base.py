@@ -42,6 +42,7 @@ class Capability(str, enum.Enum):
     WRENCH = "wrench"  # measures the endpoint wrench
     EFFORT = "effort"  # measures link-side joint torques (collision detection needs them)
     SPEED_SCALING = "speed_scaling"  # reports a speed-scaling factor (UR slider, Cobot progress)
+    WAYPOINT = "waypoint"  # a trajectory-only arm that takes single waypoints: POSITION commands go as one
     FREEDRIVE = "freedrive"
     FORCE_MODE = "force_mode"
     IO = "io"
@@ -111,6 +112,8 @@ class Backend(abc.ABC):
     capabilities: frozenset = frozenset()
     period: float = 0.001
     clock: bool = False  # the arm paces the loop (``wait``)
+    holds_itself: bool = False  # disabled, its own controller holds it, even taking torques (a UR's direct torque)
+    paced: bool = False  # trajectory-only: the loop's reference follows the arm's progress (its own timing)
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:
@@ -176,6 +179,10 @@ class Backend(abc.ABC):
     def submit(self, t, q, v, a) -> bool:
         """Hand a whole trajectory (times (k,), positions/velocities/accelerations (k, n)) to the arm."""
         raise NotImplementedError(f"{type(self).__name__} streams: it takes no whole trajectories")
+
+    def waypoint(self, q) -> bool:
+        """``Capability.WAYPOINT``: go to ``q`` (arm joints; a POSITION command's target), the arm's own way."""
+        raise NotImplementedError(f"{type(self).__name__} takes no single waypoints")
 
     def cancel(self) -> None:
         """Stop the submitted trajectory (on its path where the arm can)."""

@@ -219,9 +219,6 @@ class SimPositionBackend(SimBackend):
                 out[3:] += w[3:] + np.cross(d.xipos[b] - p, w[:3])
 
     def write(self, command: HardwareCommand) -> None:
-        if command.mode == CommandMode.TORQUE and not self.braked:  # (a controller's direct-torque path: the
-            super().write(command)  # torques as given, the servo off; the UR emulator adds its gravity model)
-            return
         if command.mode != CommandMode.POSITION:
             raise ValueError("this arm takes joint positions")
         q = self._qpos[self._qadr]

@@ -48,7 +48,8 @@ import numpy as np
 
 from ..safety.faults import (FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST,
                              FAULT_PROTECTIVE_STOP)
-from ..loop.layouts import (ARM_RESULT_FAILED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD,
+from ..loop.layouts import (ARM_RESULT_ENABLED, ARM_RESULT_FAILED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED,
+                            ARM_SET_PAYLOAD,
                             ARM_TOOL_CONTACT, ARM_ZERO_FT)
 from .base import Backend, Capability, HardwareCommand, HardwareState
 
@@ -63,9 +64,11 @@ SAFETY_STOPS = (SAFETY_PROTECTIVE_STOP, SAFETY_SAFEGUARD_STOP, SAFETY_AUTOMATIC_
                 SAFETY_THREE_POSITION_ENABLING_STOP)  # (anything else but NORMAL / REDUCED: a controller error)
 RUNTIME_STOPPED, RUNTIME_PLAYING, RUNTIME_PAUSING, RUNTIME_PAUSED = 1, 2, 3, 4
 FORCE_MODE_TYPE = 2  # forceMode: the task frame as given (not turned with the TCP's motion)
-FRAME_MOVED = (0.005, 0.01)
-WRENCH_CHANGED = 0.2  # N or Nm: a wrench (a wall's push) that changed more is sent again
-FORCE_MODE_REFRESH = 0.05  # s: forceMode is sent again this often while it stays the same  # m, rad: a task frame that moved further is sent again (in_endpoint_frame)
+FRAME_MOVED = (0.005, 0.01)  # m, rad: a task frame that moved further is sent again (in_endpoint_frame)
+WRENCH_CHANGED = 0.2  # N or Nm: a wrench (a wall's push) that changed more is sent again ...
+FORCE_MODE_GAP = 4  # ... at most every this many cycles (the stream's servoJ goes in the others)
+FORCE_MODE_REFRESH = 0.05  # s: forceMode is sent again this often while it stays the same
+TORQUE_WATCHDOG_HZ = 50.0  # the least RTDE watchdog rate with direct torque (the script re-applies a stale torque)
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "torque": Capability.TORQUE}
 DIRECT_TORQUE_SINCE = (5, 26)  # PolyScope: ur_rtde's control script has direct_torque from this version on
 NO_FRICTION = [0.0] * 6  # directTorque's friction scales (the loop's law has the joints' friction already)
@@ -120,7 +123,7 @@ class URSettings:
             if v.shape != (2,) or not (np.isfinite(v).all() and (v > 0).all()):
                 raise ValueError(f"{cfg.path}: ur.{name} {getattr(s, name)!r}: two numbers > 0 (linear, angular)")
             setattr(s, name, tuple(float(x) for x in v))
-        if (s.force_mode or s.freedrive) and not s.watchdog_hz > 0:
+        if {Capability.FORCE_MODE, Capability.FREEDRIVE} & s.capabilities() and not s.watchdog_hz > 0:
             raise ValueError(f"{cfg.path}: ur.force_mode and ur.freedrive need ur.watchdog_hz > 0 (either outlives "
                              f"a dead loop otherwise): set them false or the watchdog on")
         if s.interface in ("velocity", "torque") and not s.watchdog_hz > 0:
@@ -192,6 +195,7 @@ class URBackend(Backend):
     """A UR arm: ``options`` may override the config's ``ur`` section (``URSettings.from_config``)."""
 
     clock = True
+    holds_itself = True  # (disabled, the controller holds the arm: the loop's brake setpoint follows it)
     requests = frozenset({"zero_ft_sensor", "set_payload", "tool_contact"})
 
     def __init__(self, rm, options: dict):
@@ -202,7 +206,8 @@ class URBackend(Backend):
         self.velocity_mode = s.interface == "velocity"
         self.torque_mode = s.interface == "torque"
         self.rm = rm
-        self._q_meas = np.zeros(len(rm.cfg.all_joints))  # the last measured joints (torque: gravity at them)
+        self._state_seen = None  # the loop's HardwareState (torque: gravity at its joints, once its guards ran)
+        self._torque_stamp = -1.0  # the sample the last torque was computed from
         self._g = np.zeros(len(rm.cfg.all_joints))
         self._tau = np.zeros(len(rm.cfg.all_joints))
         self.recv = self.ctrl = self.dash = None
@@ -238,7 +243,8 @@ class URBackend(Backend):
         self._failures_told = 0
         self.chore_error = ""  # the last failed chore's text (a controller error until reset / enable)
         # while nothing is streamed the watchdog is kicked 4× faster than it needs
-        self._kick_every = max(1, int(s.rate / (4.0 * s.watchdog_hz))) if s.watchdog_hz > 0 else 0
+        self.watchdog_hz = max(s.watchdog_hz, TORQUE_WATCHDOG_HZ) if self.torque_mode else s.watchdog_hz
+        self._kick_every = max(1, int(s.rate / (4.0 * self.watchdog_hz))) if self.watchdog_hz > 0 else 0
         self._cycle = 0
         self.ctrl_lock = threading.Lock()
         self.recv_lock = threading.Lock()
@@ -332,8 +338,7 @@ class URBackend(Backend):
         return self._script_ok and self.ctrl is not None and self.ctrl.isProgramRunning()
 
     def _arm_watchdog(self) -> None:
-        s = self.settings
-        if s.watchdog_hz > 0 and not self.ctrl.setWatchdog(s.watchdog_hz):
+        if self.watchdog_hz > 0 and not self.ctrl.setWatchdog(self.watchdog_hz):
             raise RuntimeError("setWatchdog refused")
 
     def _power_up(self, gen: int) -> None:
@@ -409,7 +414,12 @@ class URBackend(Backend):
 
     def _stop_stream(self) -> None:
         decel = self.settings.stop_deceleration
-        self.ctrl.speedStop(decel) if self.velocity_mode else self.ctrl.servoStop(decel)
+        if self.torque_mode:
+            self.ctrl.stopJ(decel)  # (direct torque ends with a stop of the arm)
+        elif self.velocity_mode:
+            self.ctrl.speedStop(decel)
+        else:
+            self.ctrl.servoStop(decel)
         self._streaming = False
 
     def _stop_motion(self, gen: int) -> None:
@@ -441,6 +451,8 @@ class URBackend(Backend):
     def _freedrive(self, axes: list, feature: list):
         def freedrive(gen):
             """Stop the stream, then freedrive with ``axes`` free in ``feature``."""
+            if not self._script_runs():
+                return  # (no program: a fault stopped it, and the robot with it)
             self._stop_stream()
             self._end_force_mode(gen)
             self._free_on = True  # (before the call: an end is sent whatever became of it)
@@ -486,7 +498,7 @@ class URBackend(Backend):
             if stamp != self._stamp:
                 self._stamp, self._last_seen = stamp, now
             state.position[:] = r.getActualQ()
-            self._q_meas[:] = state.position
+            self._state_seen = state
             state.velocity[:] = r.getActualQd()
             if self.settings.ft_sensor:
                 state.wrench[:] = r.getActualTCPForce()
@@ -535,9 +547,7 @@ class URBackend(Backend):
             if slot == _STREAM:
                 s = self.settings
                 if self.torque_mode:  # (the controller compensates gravity itself: the loop's torque, less it)
-                    self.rm.gravity(self._q_meas, out=self._g)
-                    np.subtract(command.effort, self._g, out=self._tau)
-                    ok = ctrl.directTorque(self._tau.tolist(), NO_FRICTION, NO_FRICTION)
+                    ok = self._direct_torque(ctrl, command)
                 elif self.velocity_mode:
                     ok = ctrl.speedJ(command.velocity.tolist(), s.speed_acceleration, self.period)
                 else:
@@ -558,6 +568,22 @@ class URBackend(Backend):
             pass  # (a lost link, or a value ur_rtde refused: read reports the one, the monitors the other)
         finally:
             self.ctrl_lock.release()
+
+    def _direct_torque(self, ctrl, command: HardwareCommand) -> bool:
+        """The loop's torque less the controller's gravity compensation, at the joints as the loop saw them
+        (repaired by its guards), for a new sample only: the script applies a torque for as long as it stays in
+        the register, so without fresh feedback — and for a torque that is not finite — nothing is asked."""
+        st = self._state_seen
+        if st is None or self._stamp == self._torque_stamp:
+            ctrl.kickWatchdog()  # (clears the register: no torque)
+            return False
+        self._torque_stamp = self._stamp
+        self.rm.gravity(st.position, out=self._g)
+        np.subtract(command.effort, self._g, out=self._tau)
+        if not np.isfinite(self._tau).all():
+            ctrl.kickWatchdog()
+            return False
+        return ctrl.directTorque(self._tau.tolist(), NO_FRICTION, NO_FRICTION)
 
     def _cartesian(self, command: HardwareCommand, ctrl) -> int:
         """Force mode and freedrive as ``command`` asks (the loop's thread, the control interface held): what
@@ -582,17 +608,17 @@ class URBackend(Backend):
             return _IDLE  # (freedrive or force mode is being ended)
         axes = command.force_axes
         if axes.any():
-            # (a command the script's cycle does not see before the next one overwrites it is lost: a change is
+            # (a command the script's cycle does not see before the next one overwrites it is lost: new axes are
             # sent twice, and the same again every ``FORCE_MODE_REFRESH`` s)
             sent = self._fm_sent
-            if not (self._fm_active and np.array_equal(axes, sent[0]) and
-                    np.abs(command.force_wrench - sent[1]).max() <= WRENCH_CHANGED and
-                    not _moved(command.force_frame, sent[2], bool(axes[3:].any()))):
-                self._fm_due = 2
-            elif self._fm_due == 0:
-                self._fm_age += 1
-                if self._fm_age < self._fm_refresh:
-                    return _STREAM
+            self._fm_age += 1
+            if not (self._fm_active and np.array_equal(axes, sent[0])):
+                self._fm_due = 2  # (new axes: at once)
+            elif self._fm_age >= FORCE_MODE_GAP and (np.abs(command.force_wrench - sent[1]).max() > WRENCH_CHANGED
+                                                      or _moved(command.force_frame, sent[2], bool(axes[3:].any()))):
+                self._fm_due = 1  # (a wrench or frame that moves on: the next change or refresh makes up a loss)
+            elif self._fm_due == 0 and self._fm_age < self._fm_refresh:
+                return _STREAM
             limits = [lim if a else other for a, lim, other in zip(axes, self._fm_limits, self._fm_others)]
             if ctrl.forceMode(command.force_frame.tolist(), [int(a) for a in axes], command.force_wrench.tolist(),
                               FORCE_MODE_TYPE, limits):
@@ -620,6 +646,9 @@ class URBackend(Backend):
                 ok = ctrl.zeroFtSensor()
             elif code == ARM_SET_PAYLOAD:
                 ok = ctrl.setPayload(float(args[0]), [float(x) for x in args[1:4]])
+            elif code == ARM_TOOL_CONTACT and self.torque_mode and self._ready:  # (it would take the register
+                self.answers.append((rid, float(ARM_RESULT_ENABLED), 0.0))  # from the torque: disabled only)
+                return
             elif code == ARM_TOOL_CONTACT:  # (ur_rtde reads the answer before the script has made it: the
                 direction = [float(x) for x in args[:6]]  # second call reads the first one's)
                 ctrl.toolContact(direction)

@@ -169,7 +169,7 @@ class LoopCycle:
         self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
         # an arm without joint torques brakes itself (Backend.brake): under the brakes the loop's setpoint follows
         # where it is, so whatever moved it meanwhile, nothing jumps when it is enabled again
-        self._own_brakes = not sup(Capability.TORQUE)
+        self._own_brakes = not sup(Capability.TORQUE) or backend.holds_itself
         # a trajectory-only arm is handed each whole trajectory the trajectory source starts (``_forward``)
         self._forwarding = sup(Capability.TRAJECTORY_ONLY)
         self._forwarded = 0.0  # the id of the trajectory the arm runs (0: none)
@@ -453,7 +453,7 @@ class LoopCycle:
         np.subtract(sp.q[i], sp.source_q[i], out=cut)
         ad.rebase(sp.q[i])
         if ad.delegated.any() and np.abs(cut).max() > FORCE_MODE_CUT:
-            ad.hold_back()  # (the arm's force mode took it beyond what the chain allows: none handed out a while)
+            ad.hold_back()  # (the arm's force mode took it beyond what the chain allows: the loop takes over)
             self.adapter.command.cartesian[:2] = 0.0
         if not cut.any():
             return

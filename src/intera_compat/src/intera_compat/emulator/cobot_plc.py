@@ -1,0 +1,345 @@
+"""A reference "cobot PLC" on OPC UA (asyncua server): the waypoint controller a Cobot's SPS is, backed by a
+MuJoCo arm (the generic 7-axis cobot by default), for the Cobot backend's tests and ``cobot_emulator.launch``.
+
+``python -m intera_compat.emulator.cobot_plc [--config cobot7.yaml] [--endpoint opc.tcp://127.0.0.1:4840/cobot]``
+
+Address space (namespace ``NAMESPACE``; string node ids, the defaults of the ``cobot:`` config section):
+
+=================================  ==========================================================================
+``Robot.ActualPositions``           Double[n], rad (updated every ``PUBLISH_PERIOD``)
+``Robot.ActualVelocities``          Double[n], rad/s
+``Robot.State``                     Int32: 0 idle, 1 moving, 2 error
+``Robot.ErrorCode`` / ``ErrorText``  Int32 / String of the error (0 / "" without one)
+``Robot.SetRobotWaypoint``          (Double[n] positions, Double[n] max velocities) → Int32 0: go to one point
+``Robot.ExecuteInstructionList``    (Double[k·n] positions, Double[n] max velocities) → Int32 0: through k points
+``Robot.AcknowledgeError``          () → Int32 0: clears the error (the arm stays where it stopped)
+``Robot.Abort``                     () → Int32 0: stops the motion (at the acceleration limit) and drops the rest
+``Emulator.Inject``                 (String) → String: fault injection (below)
+=================================  ==========================================================================
+
+The PLC plans its own motion through the points it is given: jerk-limited (ruckig) from each point to the next,
+stopping at each (its velocity limits: the arm's, or lower ones sent with the points), while a position servo
+drives the MuJoCo arm at 1 kHz. A point out of the arm's joint limits, a wrong count or a non-finite value is
+refused with Bad status (nothing moves); a command while in error is refused (BadInvalidState).
+
+Fault injection (``Emulator.Inject``): ``method error`` (the next method call fails with BadInternalError),
+``error CODE TEXT`` (the controller goes to error: the arm stops), ``drop S`` (the server goes away for S seconds:
+every session ends), ``unsettled J`` (joint J never settles: it dithers about its target and the state stays
+moving; ``unsettled off``).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import threading
+import time
+
+import numpy as np
+from asyncua import Server, ua
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig
+
+from ..config import load_config
+from ..hardware.base import CommandMode, HardwareCommand, HardwareState
+from ..hardware.sim import SimPositionBackend
+from ..loop.scheduler import sleep_until_next
+from ..model.robot_model import RobotModel
+
+NAMESPACE = "urn:intera_compat:cobot_plc"
+ENDPOINT = "opc.tcp://127.0.0.1:4840/cobot"
+IDLE, MOVING, ERROR = 0, 1, 2
+PERIOD = 0.001  # s: the PLC's motion cycle
+PUBLISH_PERIOD = 0.01  # s: the variables' update
+SETTLED = 1e-4  # rad: a point is reached within this (and at rest)
+DITHER = 0.01  # rad: how far an unsettled joint dithers about its target
+
+
+def default_config() -> str:
+    return os.path.join(os.path.dirname(__file__), "..", "..", "..", "config", "cobot7.yaml")
+
+
+class CobotPLC:
+    """The controller's state and motion (a thread at ``PERIOD``); every public method is thread-safe."""
+
+    def __init__(self, config: str | None = None, initial_pose: str = "neutral"):
+        self.cfg = load_config(config or default_config())
+        self.rm = RobotModel(self.cfg)
+        self.n = n = self.cfg.n_arm
+        self.plant = SimPositionBackend(self.rm, self.cfg.full_pose(initial_pose))
+        self.plant.connect()
+        self.state = HardwareState.zeros(len(self.cfg.all_joints))
+        self.plant.read(self.state)
+        self.cmd = HardwareCommand.zeros(len(self.cfg.all_joints), CommandMode.POSITION)
+        self.cmd.position[:] = self.state.position
+        lim = self.cfg.limits
+        self.lower, self.upper = np.asarray(lim.lower[:n], float), np.asarray(lim.upper[:n], float)
+        self.vmax = np.asarray(lim.velocity[:n], float)
+        self.amax = np.asarray(lim.accel[:n], float)
+        self.lock = threading.Lock()
+        self.mode = IDLE
+        self.error_code, self.error_text = 0, ""
+        self.points: list[np.ndarray] = []  # what is left to go through
+        self.fail_next = False
+        self.unsettled = -1
+        self.calls: list[str] = []  # the methods called (name), for the tests
+        self._otg = Ruckig(n, PERIOD)
+        self._inp, self._out = InputParameter(n), OutputParameter(n)
+        self._inp.current_position = self.cmd.position[:n].tolist()
+        self._inp.current_velocity = [0.0] * n
+        self._inp.current_acceleration = [0.0] * n
+        self._inp.max_acceleration = self.amax.tolist()
+        self._inp.max_jerk = (10.0 * self.amax).tolist()
+        self._limit = self.vmax.copy()
+        self._stopping = False
+        self._run = False
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="cobot-plc")
+
+    # ---- the arm --------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._run = True
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._run = False
+        if self._thread.is_alive():
+            self._thread.join(1.0)
+
+    def _loop(self) -> None:
+        nxt = time.monotonic() + PERIOD
+        steps = max(1, int(round(PERIOD / self.plant.period)))
+        while self._run:
+            with self.lock:
+                self._plan()
+                for _ in range(steps):
+                    self.plant.write(self.cmd)
+                self.plant.read(self.state)
+            nxt = sleep_until_next(nxt, PERIOD)
+
+    def _plan(self) -> None:
+        """One cycle of the PLC's own motion: the next point, jerk-limited; at rest when none is left."""
+        n, inp, out = self.n, self._inp, self._out
+        if self._stopping:  # Abort / an error: brake to rest at the acceleration limit, where it is heading
+            inp.control_interface = ControlInterface.Velocity
+            inp.target_velocity = [0.0] * n
+        elif self.points:
+            inp.control_interface = ControlInterface.Position
+            inp.target_position = self.points[0].tolist()
+            inp.target_velocity = [0.0] * n
+            inp.max_velocity = self._limit.tolist()
+        else:
+            return self._hold()
+        res = self._otg.update(inp, out)
+        if res not in (Result.Working, Result.Finished):
+            self._fault(100, f"the motion could not be planned ({res})")
+            return
+        out.pass_to_input(inp)
+        self.cmd.position[:n] = out.new_position
+        self.cmd.velocity[:n] = out.new_velocity
+        if res == Result.Finished:
+            if self._stopping:
+                self._stopping = False
+                self.points = []
+            elif self.points:
+                self.points.pop(0)
+            if not self.points and self.mode == MOVING:
+                self.mode = IDLE
+        if self.unsettled >= 0 and self.mode != ERROR:  # a joint that never gets there
+            self.cmd.position[self.unsettled] += DITHER * np.sin(2 * np.pi * 3.0 * time.monotonic())
+            self.mode = MOVING
+
+    def _hold(self) -> None:
+        if self.unsettled >= 0 and self.mode != ERROR:
+            self.mode = MOVING
+            q = np.asarray(self._inp.current_position)
+            self.cmd.position[:self.n] = q
+            self.cmd.position[self.unsettled] += DITHER * np.sin(2 * np.pi * 3.0 * time.monotonic())
+        self.cmd.velocity[:] = 0.0
+
+    def _fault(self, code: int, text: str) -> None:
+        self.mode, self.error_code, self.error_text = ERROR, code, text
+        self._stopping = bool(np.any(np.asarray(self._inp.current_velocity) != 0.0))
+        self.points = []
+
+    # ---- the methods ----------------------------------------------------------------------------------
+    def _check_call(self, name: str) -> None:
+        self.calls.append(name)
+        if self.fail_next:
+            self.fail_next = False
+            raise ua.UaStatusCodeError(ua.StatusCodes.BadInternalError)
+
+    def go(self, name: str, flat, vmax) -> int:
+        """SetRobotWaypoint (one point) / ExecuteInstructionList (k points): through them, stopping at each."""
+        with self.lock:
+            self._check_call(name)
+            if self.mode == ERROR:
+                raise ua.UaStatusCodeError(ua.StatusCodes.BadInvalidState)
+            q = np.asarray(flat, dtype=float)
+            v = np.asarray(vmax, dtype=float)
+            n = self.n
+            if len(q) == 0 or len(q) % n or (name == "SetRobotWaypoint" and len(q) != n) or len(v) not in (0, n):
+                raise ua.UaStatusCodeError(ua.StatusCodes.BadInvalidArgument)
+            pts = q.reshape(-1, n)
+            if not (np.isfinite(pts).all() and np.isfinite(v).all()) or (pts < self.lower).any() \
+                    or (pts > self.upper).any() or (v < 0).any():
+                raise ua.UaStatusCodeError(ua.StatusCodes.BadOutOfRange)
+            self._limit = np.minimum(self.vmax, np.where(v > 0, v, self.vmax)) if len(v) else self.vmax.copy()
+            self.points = [p for p in pts]
+            self._stopping = False
+            self.mode = MOVING
+            return 0
+
+    def abort(self) -> int:
+        with self.lock:
+            self._check_call("Abort")
+            if self.mode == MOVING:
+                self.points = []
+                self._stopping = True
+                self.mode = IDLE if self.unsettled < 0 else MOVING
+            return 0
+
+    def acknowledge(self) -> int:
+        with self.lock:
+            self._check_call("AcknowledgeError")
+            if self.mode == ERROR and not self._stopping:
+                self.mode, self.error_code, self.error_text = IDLE, 0, ""
+                self._inp.current_position = self.cmd.position[:self.n].tolist()
+            return 0
+
+    def inject(self, what: str) -> str:
+        words = what.split()
+        with self.lock:
+            if what == "method error":
+                self.fail_next = True
+            elif words[:1] == ["error"] and len(words) >= 2 and words[1].lstrip("-").isdigit():
+                self._fault(int(words[1]), " ".join(words[2:]) or "injected")
+            elif words[:1] == ["unsettled"] and len(words) == 2:
+                self.unsettled = -1 if words[1] == "off" else int(words[1])
+                if not -1 <= self.unsettled < self.n:
+                    self.unsettled = -1
+                    raise ValueError(what)
+                if self.unsettled < 0 and self.mode == MOVING and not self.points:
+                    self.mode = IDLE
+            elif words[:1] == ["drop"] and len(words) == 2:
+                return "drop"  # (the server does it)
+            else:
+                raise ValueError(what)
+        return f"emulator: {what}"
+
+    def snapshot(self) -> tuple:
+        with self.lock:
+            return (self.state.position[:self.n].tolist(), self.state.velocity[:self.n].tolist(), self.mode,
+                    self.error_code, self.error_text)
+
+
+class PLCServer:
+    """The OPC UA face of a ``CobotPLC``."""
+
+    def __init__(self, plc: CobotPLC, endpoint: str = ENDPOINT):
+        self.plc, self.endpoint = plc, endpoint
+        self.server: Server | None = None
+        self.vars: dict = {}
+        self.ready = threading.Event()
+        self._stop = None
+
+    async def _build(self) -> None:
+        plc = self.plc
+        s = Server()
+        await s.init()
+        s.set_endpoint(self.endpoint)
+        s.set_server_name("intera_compat reference cobot PLC")
+        idx = await s.register_namespace(NAMESPACE)
+        robot = await s.nodes.objects.add_object(ua.NodeId("Robot", idx), ua.QualifiedName("Robot", idx))
+        q, v, mode, code, text = plc.snapshot()
+        for name, value, vt in (("ActualPositions", q, ua.VariantType.Double), ("ActualVelocities", v,
+                                ua.VariantType.Double), ("State", mode, ua.VariantType.Int32),
+                                ("ErrorCode", code, ua.VariantType.Int32), ("ErrorText", text, ua.VariantType.String)):
+            self.vars[name] = await robot.add_variable(ua.NodeId(f"Robot.{name}", idx), ua.QualifiedName(name, idx),
+                                                       ua.Variant(value, vt))
+        doubles = ua.VariantType.Double
+        out = [ua.VariantType.Int32]
+
+        def method(fn):
+            async def call(parent, *args):
+                try:
+                    return [ua.Variant(fn(*[a.Value for a in args]), ua.VariantType.Int32)]
+                except ua.UaStatusCodeError:
+                    raise
+                except Exception as e:  # (a malformed argument)
+                    raise ua.UaStatusCodeError(ua.StatusCodes.BadInvalidArgument) from e
+            return call
+
+        for name, fn, args in (
+                ("SetRobotWaypoint", lambda p, v=(): plc.go("SetRobotWaypoint", p, v), [doubles, doubles]),
+                ("ExecuteInstructionList", lambda p, v=(): plc.go("ExecuteInstructionList", p, v), [doubles, doubles]),
+                ("AcknowledgeError", plc.acknowledge, []), ("Abort", plc.abort, [])):
+            await robot.add_method(ua.NodeId(f"Robot.{name}", idx), ua.QualifiedName(name, idx), method(fn), args, out)
+        emu = await s.nodes.objects.add_object(ua.NodeId("Emulator", idx), ua.QualifiedName("Emulator", idx))
+
+        async def inject(parent, what):
+            text = what.Value
+            try:
+                reply = plc.inject(text)
+            except (ValueError, IndexError):
+                return [ua.Variant(f"could not understand: {text!r}", ua.VariantType.String)]
+            if reply == "drop":
+                asyncio.get_running_loop().create_task(self._drop(float(text.split()[1])))
+                reply = f"emulator: {text}"
+            return [ua.Variant(reply, ua.VariantType.String)]
+        await emu.add_method(ua.NodeId("Emulator.Inject", idx), ua.QualifiedName("Inject", idx), inject,
+                             [ua.VariantType.String], [ua.VariantType.String])
+        self.server = s
+
+    async def _publish(self) -> None:
+        names = ("ActualPositions", "ActualVelocities", "State", "ErrorCode", "ErrorText")
+        types = (ua.VariantType.Double, ua.VariantType.Double, ua.VariantType.Int32, ua.VariantType.Int32,
+                 ua.VariantType.String)
+        while True:
+            for name, value, vt in zip(names, self.plc.snapshot(), types):
+                await self.vars[name].write_value(ua.Variant(value, vt))
+            await asyncio.sleep(PUBLISH_PERIOD)
+
+    async def _drop(self, seconds: float) -> None:
+        """The controller goes away (every session ends) and comes back after ``seconds``."""
+        await self.server.stop()
+        await asyncio.sleep(max(0.0, min(seconds, 60.0)))
+        await self._build()
+        await self.server.start()
+
+    async def run(self) -> None:
+        self._stop = asyncio.Event()
+        await self._build()
+        await self.server.start()
+        publisher = asyncio.get_running_loop().create_task(self._publish())
+        self.ready.set()
+        await self._stop.wait()
+        publisher.cancel()
+        await self.server.stop()
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default=None, help="robot config of the arm (default: config/cobot7.yaml)")
+    ap.add_argument("--endpoint", default=ENDPOINT)
+    args = ap.parse_args(argv)
+    plc = CobotPLC(args.config)
+    plc.start()
+    server = PLCServer(plc, args.endpoint)
+    loop = asyncio.new_event_loop()
+    import signal
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, lambda: server._stop.set() if server._stop else None)
+
+    async def serve():
+        task = loop.create_task(server.run())
+        while not server.ready.is_set():
+            await asyncio.sleep(0.05)
+        print(f"cobot PLC emulator on {args.endpoint} (namespace {NAMESPACE})", flush=True)
+        await task
+    try:
+        loop.run_until_complete(serve())
+    finally:
+        plc.stop()
+
+
+if __name__ == "__main__":
+    main()

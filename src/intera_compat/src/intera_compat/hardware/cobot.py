@@ -1,0 +1,394 @@
+"""A waypoint-list Cobot (its PLC plans every motion itself) over OPC UA, through PyPI ``asyncua``.
+
+The PLC takes no stream and no timing: a single point (``SetRobotWaypoint``) or a list of points
+(``ExecuteInstructionList``) and moves through them on its own; its state is read back from variables. This
+backend is trajectory-only (JointCommands are refused, but POSITION: one waypoint, ``waypoint``):
+
+* ``submit``: a whole trajectory goes as its last point (``execution_mode: single_point``) or as its points,
+  resampled (``full_trajectory``, ``resampling_delta``: ``trajectory/resample.py``: every joint counts, the ends
+  kept), with the trajectory's largest joint speeds as the PLC's velocity limits (it is never faster than the
+  trajectory asked). Both are settings the robot may change at run time (``request``: ARM_COBOT_SETTINGS).
+* Progress: where the arm is along the submitted path (the measured joints projected onto it) is the time the
+  arm has reached (``progress``); the loop paces its reference by it (``paced``), so the monitors compare the
+  arm with the same point of the path. Done once the PLC is idle and the arm settled at the last point within
+  ``settle_tolerance``; the arm stopped elsewhere, a refused call, or no settling within twice the trajectory's
+  duration plus ``settle_timeout`` is a failure (a controller error).
+* ``cancel``: ``Abort`` on the PLC (it brakes and drops the rest); a disable or stop aborts too.
+* Faults: no state for ``link_timeout`` s or a broken session → link lost; the PLC in error → controller error
+  (its code and text printed); reset reconnects a lost link and calls ``AcknowledgeError``.
+* Threads: an asyncio event loop runs the OPC UA client in a thread of its own; the realtime loop only reads the
+  latest state (a tuple swapped whole) and posts calls to it (``run_coroutine_threadsafe``): it never waits for
+  the network.
+
+Node ids and the state's numbers are configurable (the ``cobot:`` section of the robot config): a value with
+``ns=`` or ``i=`` is a whole node id, otherwise a string id in ``namespace``.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..loop.layouts import ARM_COBOT_SETTINGS, ARM_RESULT_FAILED, ARM_RESULT_OK
+from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+from ..trajectory.resample import resample
+from .base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE, Backend, Capability, HardwareState
+
+EXECUTION_MODES = ("single_point", "full_trajectory")
+NODES = {"positions": "Robot.ActualPositions", "velocities": "Robot.ActualVelocities", "state": "Robot.State",
+         "error_code": "Robot.ErrorCode", "error_text": "Robot.ErrorText", "object": "Robot",
+         "set_waypoint": "Robot.SetRobotWaypoint", "execute_list": "Robot.ExecuteInstructionList",
+         "acknowledge_error": "Robot.AcknowledgeError", "abort": "Robot.Abort"}
+PROJECTION_WINDOW = 32  # path segments searched ahead of the last one the arm was on
+WAYPOINT_MOVED = 1e-4  # rad: a POSITION target that moved less is not sent again
+
+
+@dataclass
+class CobotSettings:
+    """``cobot`` in the robot config (launch arguments may override ``endpoint``, ``execution_mode``,
+    ``resampling_delta``)."""
+
+    endpoint: str = "opc.tcp://127.0.0.1:4840/cobot"
+    namespace: str = "urn:intera_compat:cobot_plc"
+    nodes: dict = field(default_factory=dict)  # NODES overridden
+    state_values: dict = field(default_factory=lambda: {"idle": 0, "moving": 1, "error": 2})
+    execution_mode: str = "full_trajectory"
+    resampling_delta: float = 0.05  # rad
+    rate: float = 250.0  # Hz: the loop (the arm's state arrives at ``poll_rate``)
+    poll_rate: float = 100.0  # Hz the PLC's variables are read at
+    link_timeout: float = 0.5  # s without the PLC's state: the link is lost
+    settle_tolerance: float = 0.005  # rad: done when the arm is this close to the last point, the PLC idle
+    settle_timeout: float = 5.0  # s beyond twice a trajectory's duration before it is a failure
+    call_timeout: float = 2.0  # s a method call may take
+    startup_timeout: float = 20.0  # s to reach the PLC and read its state
+
+    @classmethod
+    def from_config(cls, cfg, overrides: dict | None = None) -> "CobotSettings":
+        raw = {**dict(cfg.raw.get("cobot") or {}), **{k: v for k, v in (overrides or {}).items() if v not in ("", None)}}
+        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"{cfg.path}: cobot has unknown keys {unknown}")
+        s = cls(**raw)
+        bad_nodes = sorted(set(s.nodes) - set(NODES))
+        if bad_nodes:
+            raise ValueError(f"{cfg.path}: cobot.nodes has unknown keys {bad_nodes}: use {sorted(NODES)}")
+        s.nodes = {**NODES, **s.nodes}
+        s.state_values = {**{"idle": 0, "moving": 1, "error": 2}, **dict(s.state_values)}
+        check_mode(s.execution_mode)
+        s.resampling_delta = check_delta(s.resampling_delta)
+        for name in ("rate", "poll_rate", "link_timeout", "settle_tolerance", "settle_timeout", "call_timeout",
+                     "startup_timeout"):
+            v = float(getattr(s, name))
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{cfg.path}: cobot.{name} {getattr(s, name)!r}: a number > 0")
+            setattr(s, name, v)
+        return s
+
+
+def check_mode(mode) -> str:
+    if mode not in EXECUTION_MODES:
+        raise ValueError(f"execution_mode {mode!r}: use {' or '.join(EXECUTION_MODES)}")
+    return mode
+
+
+def check_delta(delta) -> float:
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        d = float("nan")
+    if not (math.isfinite(d) and d >= 0.0):
+        raise ValueError(f"resampling_delta {delta!r}: a number >= 0 (rad; 0 keeps every point)")
+    return d
+
+
+class CobotBackend(Backend):
+    """A Cobot's PLC; ``options`` may override the config's ``cobot`` section."""
+
+    capabilities = frozenset({Capability.TRAJECTORY_ONLY, Capability.WAYPOINT})
+    paced = True
+    requests = frozenset({"cobot_settings"})
+
+    def __init__(self, rm, options: dict):
+        super().__init__(rm.cfg.all_joints)
+        self.settings = s = CobotSettings.from_config(rm.cfg, options)
+        self.period = 1.0 / s.rate
+        self.n = rm.cfg.n_arm
+        self.execution_mode, self.resampling_delta = s.execution_mode, s.resampling_delta
+        self.monotonic = time.monotonic
+        self._aio = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._aio.run_forever, daemon=True, name="cobot-opcua")
+        self._client = None
+        self._nodes: dict = {}
+        self._poller = None
+        # the PLC's latest state (one tuple, swapped whole by the client's thread): (monotonic, positions,
+        # velocities, state, error code, error text); None before the first
+        self._rx = None
+        self._link_ok = False
+        self._enabled = False
+        self._error_told = ""
+        self._failure = ""  # a refused call or an unsettled arm (a controller error until reset)
+        # the submitted trajectory (loop thread): knots, where the arm is along it, its state
+        self._t = np.zeros(0)
+        self._q = np.zeros((0, self.n))
+        self._seg = 0
+        self._arm_time = 0.0
+        self._state = PROGRESS_NONE
+        self._deadline = 0.0
+        self._calls = 0  # calls posted / answered: done only once the PLC answered the last one
+        self._answered = 0
+        self._answered_at = 0.0
+        self._sent_waypoint = np.full(self.n, np.nan)
+
+    @classmethod
+    def declared(cls, cfg, options: dict) -> frozenset:
+        CobotSettings.from_config(cfg, options)
+        return cls.capabilities
+
+    # ---- the client's thread ------------------------------------------------------------------------
+    def _node_id(self, key: str, ns: int) -> str:
+        v = self.settings.nodes[key]
+        return v if v.startswith(("ns=", "i=")) else f"ns={ns};s={v}"
+
+    async def _open(self) -> None:
+        from asyncua import Client
+
+        s = self.settings
+        client = Client(s.endpoint, timeout=s.call_timeout)
+        await client.connect()
+        try:
+            ns = await client.get_namespace_index(s.namespace)
+            self._nodes = {k: client.get_node(self._node_id(k, ns)) for k in NODES}
+            self._client = client
+            await self._read_once()
+        except BaseException:
+            await client.disconnect()
+            raise
+        self._link_ok = True
+        self._poller = asyncio.ensure_future(self._poll())
+
+    async def _read_once(self) -> None:
+        nd = self._nodes
+        q, v, state, code, text = await self._client.read_values(
+            [nd["positions"], nd["velocities"], nd["state"], nd["error_code"], nd["error_text"]])
+        self._rx = (time.monotonic(), np.asarray(q, float), np.asarray(v, float), int(state), int(code), str(text))
+
+    async def _poll(self) -> None:
+        period = 1.0 / self.settings.poll_rate
+        try:
+            while True:
+                await self._read_once()
+                await asyncio.sleep(period)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # (a dropped session: the link is lost until a reset reconnects it)
+            self._link_ok = False
+            print(f"[realtime_loop] Cobot: the PLC's state could not be read: {e!r}", file=sys.stderr, flush=True)
+
+    async def _close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+        if self._client is not None:
+            try:
+                await self._client.disconnect()
+            except Exception:
+                pass
+        self._client = None
+
+    async def _call(self, key: str, *args) -> None:
+        """Method ``key`` on the PLC's object; a refusal (Bad status, a timeout) is a failure."""
+        from asyncua import ua
+
+        try:
+            out = await self._client.call_method_node(self._nodes["object"], self._nodes[key], *args) \
+                if hasattr(self._client, "call_method_node") else \
+                await self._nodes["object"].call_method(self._nodes[key], *args)
+            if isinstance(out, (int, np.integer)) and out != 0:
+                raise RuntimeError(f"answered {out}")
+        except (ua.UaError, RuntimeError, asyncio.TimeoutError, OSError, AttributeError) as e:
+            self._failure = f"{self.settings.nodes[key]} refused: {e!r}"
+            print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
+
+    def _post(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._aio)
+
+    def _posted_call(self, key: str, *args) -> None:
+        self._calls += 1
+        seq = self._calls
+
+        async def call():
+            await self._call(key, *args)
+            if seq == self._calls:
+                self._answered, self._answered_at = seq, time.monotonic()
+        self._post(call())
+
+    # ---- connection ---------------------------------------------------------------------------------
+    def connect(self) -> None:
+        s = self.settings
+        self._thread.start()
+        end = time.monotonic() + s.startup_timeout
+        while True:
+            try:
+                self._post(self._open()).result(s.call_timeout + 1.0)
+                return
+            except Exception as e:
+                if time.monotonic() > end:
+                    raise RuntimeError(f"no cobot PLC at {s.endpoint} (namespace {s.namespace}) within "
+                                       f"{s.startup_timeout:g} s: {e!r}") from e
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        self.brake()
+        try:
+            self._post(self._close()).result(self.settings.call_timeout)
+        except Exception:
+            pass
+        self._aio.call_soon_threadsafe(self._aio.stop)
+        self._thread.join(2.0)
+
+    # ---- the cycle ----------------------------------------------------------------------------------
+    def read(self, state: HardwareState) -> None:
+        rx = self._rx
+        if rx is None:
+            state.fault, state.fault_joint = FAULT_LINK_LOST, -1
+            return
+        stamp, q, v, plc_state, code, text = rx
+        n = self.n
+        state.position[:n] = q[:n]
+        state.velocity[:n] = v[:n]
+        state.effort[:] = 0.0
+        now = self.monotonic()
+        if self._state == PROGRESS_ACTIVE:
+            self._follow(q[:n], plc_state, stamp, now)
+        if not self._link_ok or now - stamp > self.settings.link_timeout:
+            state.fault = FAULT_LINK_LOST
+        elif plc_state == self.settings.state_values["error"]:
+            if text != self._error_told:
+                self._error_told = text
+                print(f"[realtime_loop] Cobot: the PLC is in error {code}: {text}", file=sys.stderr, flush=True)
+            state.fault = FAULT_CONTROLLER_ERROR
+        elif self._failure:
+            state.fault = FAULT_CONTROLLER_ERROR
+        else:
+            state.fault = 0
+        state.fault_joint = -1
+
+    def _follow(self, q: np.ndarray, plc_state: int, stamp: float, now: float) -> None:
+        """Where the arm is along the submitted path (its time there), and whether it is done."""
+        t, Q = self._t, self._q
+        k = len(t)
+        if k >= 2:
+            lo = self._seg
+            hi = min(lo + PROJECTION_WINDOW, k - 1)
+            a, b = Q[lo:hi], Q[lo + 1:hi + 1]
+            d = b - a
+            dd = np.einsum("ij,ij->i", d, d)
+            u = np.where(dd > 0.0, np.einsum("ij,ij->i", q - a, d) / np.where(dd > 0.0, dd, 1.0), 1.0)
+            np.clip(u, 0.0, 1.0, out=u)
+            dist = np.linalg.norm(a + u[:, None] * d - q, axis=1)
+            j = int(np.argmin(dist))
+            self._seg = lo + j
+            reached = t[lo + j] + u[j] * (t[lo + j + 1] - t[lo + j])
+            self._arm_time = max(self._arm_time, float(reached))
+        if self._answered != self._calls or stamp <= self._answered_at:
+            return  # (the PLC has not answered, or its state predates the answer)
+        if plc_state == self.settings.state_values["idle"]:
+            off = float(np.abs(q - Q[-1]).max())
+            if off <= self.settings.settle_tolerance:
+                self._state, self._arm_time = PROGRESS_DONE, float(t[-1])
+            else:
+                self._state = PROGRESS_FAILED
+                self._failure = f"the arm stopped {off:.4f} rad from the trajectory's last point"
+        elif now > self._deadline:
+            self._state = PROGRESS_FAILED
+            self._failure = (f"the arm did not settle at the trajectory's last point within "
+                             f"{self._deadline - self._submitted:.1f} s")
+        if self._failure:
+            print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
+
+    def write(self, command) -> None:
+        """Nothing is streamed (whole trajectories and waypoints go through ``submit`` / ``waypoint``)."""
+
+    # ---- robot state --------------------------------------------------------------------------------
+    def enable(self) -> None:
+        self._enabled = True
+
+    def brake(self) -> None:
+        """Stop what the PLC runs (Abort); nothing more is sent until enabled again."""
+        self._enabled = False
+        self.cancel()
+
+    def reset(self) -> None:
+        """Reconnect a lost link, acknowledge the PLC's error; a failure of ours is forgotten."""
+        self._failure, self._error_told = "", ""
+
+        async def reset():
+            if not self._link_ok:
+                await self._close()
+                await self._open()
+            await self._call("acknowledge_error")
+        self._post(reset())
+
+    def request(self, rid: float, code: int, args) -> None:
+        """ARM_COBOT_SETTINGS (execution mode: 0 single_point, 1 full_trajectory; resampling delta, rad): for the
+        next trajectory."""
+        if code != ARM_COBOT_SETTINGS:
+            return super().request(rid, code, args)
+        try:
+            mode = EXECUTION_MODES[int(args[0])]
+            self.resampling_delta, self.execution_mode = check_delta(args[1]), mode
+            self.answers.append((rid, float(ARM_RESULT_OK), 0.0))
+        except (ValueError, IndexError, OverflowError):
+            self.answers.append((rid, float(ARM_RESULT_FAILED), 0.0))
+
+    # ---- trajectories and waypoints -----------------------------------------------------------------
+    def submit(self, t, q, v, a, order: int = 5) -> bool:
+        """The trajectory's last point, or its points resampled, with its largest joint speeds as the PLC's
+        limits. False (nothing sent) while disabled or without a link."""
+        if not self._enabled or not self._link_ok:
+            return False
+        t = np.array(t, float)
+        q = np.array(q, float).reshape(len(t), -1)[:, :self.n]
+        v = np.array(v, float).reshape(len(t), -1)[:, :self.n]
+        if len(t) == 0 or not (np.isfinite(t).all() and np.isfinite(q).all()):
+            return False
+        if self.execution_mode == "single_point":
+            key, points = "set_waypoint", q[-1]
+        else:
+            key, points = "execute_list", q[resample(q, self.resampling_delta)]
+        speed = np.abs(v).max(axis=0) if np.isfinite(v).all() else np.zeros(self.n)
+        if len(t) >= 2:  # (a trajectory without velocities: its steepest secant)
+            speed = np.maximum(speed, (np.abs(np.diff(q, axis=0)) / np.maximum(np.diff(t)[:, None], 1e-6)).max(0))
+        self._t, self._q = t, q
+        self._seg, self._arm_time, self._state = 0, 0.0, PROGRESS_ACTIVE
+        self._submitted = 2.0 * float(t[-1] - t[0]) + self.settings.settle_timeout
+        self._deadline = self.monotonic() + self._submitted
+        self._posted_call(key, np.ravel(points).tolist(), speed.tolist())
+        return True
+
+    def waypoint(self, q: np.ndarray) -> bool:
+        """POSITION mode: one point (SetRobotWaypoint) when the target moved; the PLC's own speed."""
+        q = np.asarray(q, float)[:self.n]
+        if not self._enabled or not self._link_ok or not np.isfinite(q).all():
+            return False
+        if np.abs(q - self._sent_waypoint).max() <= WAYPOINT_MOVED:  # (NaN: never sent)
+            return True
+        self._sent_waypoint = q.copy()
+        self._state = PROGRESS_NONE  # (a trajectory it ran is replaced)
+        self._posted_call("set_waypoint", q.tolist(), [])
+        return True
+
+    def cancel(self) -> None:
+        """Abort what the PLC runs (it brakes and drops the rest)."""
+        self._sent_waypoint[:] = np.nan
+        if self._state == PROGRESS_ACTIVE:
+            self._state = PROGRESS_NONE
+        if self._link_ok:
+            self._posted_call("abort")
+
+    def progress(self) -> tuple[int, float]:
+        return self._state, self._arm_time

@@ -1,0 +1,50 @@
+"""Spatial resampling for waypoint controllers (the Cobot): the seed's example, every joint considered, the ends
+kept, bad input refused."""
+import numpy as np
+import pytest
+
+from intera_compat.trajectory.resample import resample
+
+
+def seed_example():
+    """The Cobot trajectory controller's documented example (resampling_delta 0.5)."""
+    j1 = np.arange(9) * 0.2
+    j2 = np.minimum(np.arange(9) * 0.2, 1.0)
+    return np.c_[j1, j2]
+
+
+def test_the_seeds_example_keeps_its_points_and_the_first():
+    q = seed_example()
+    kept = resample(q, 0.5)
+    assert kept.tolist() == [0, 2, 5, 8]  # the seed's 2, 5, 8 (walking back from the last), and the start
+    np.testing.assert_allclose(q[kept[1:]], [[0.4, 0.4], [1.0, 1.0], [1.6, 1.0]])  # its resampled points
+
+
+def test_every_joint_counts_the_first_and_the_last_too():
+    """The seed's loop covers joints 1..n-2: motion of the first or the last joint alone was never kept."""
+    for moving in (0, 3, 6):
+        q = np.zeros((11, 7))
+        q[:, moving] = np.linspace(0.0, 1.0, 11)
+        assert resample(q, 0.25).tolist() == [0, 1, 4, 7, 10], moving  # (back from the end: 0.3 apart)
+    q = np.zeros((11, 7))  # two joints, each below delta alone, the larger one decides (not their sum)
+    q[:, 2] = np.linspace(0.0, 0.2, 11)
+    q[:, 4] = np.linspace(0.0, -0.2, 11)
+    assert resample(q, 0.25).tolist() == [0, 10]
+
+
+def test_the_ends_are_kept_and_small_inputs_pass_through():
+    q = np.zeros((5, 3))
+    assert resample(q, 0.1).tolist() == [0, 4]  # nothing moves: start and end
+    assert resample(q[:2], 0.1).tolist() == [0, 1]
+    assert resample(q[:1], 0.1).tolist() == [0]
+    assert resample(seed_example(), 0.0).tolist() == list(range(9))  # 0: off
+
+
+@pytest.mark.parametrize("q, delta, message", [
+    (np.zeros(5), 0.1, "points, joints"),
+    (np.array([[0.0, np.nan]]), 0.1, "not all finite"),
+    (np.zeros((3, 2)), float("nan"), "delta nan"),
+])
+def test_bad_input_is_refused(q, delta, message):
+    with pytest.raises(ValueError, match=message):
+        resample(q, delta)

@@ -1,0 +1,118 @@
+"""The UR backend's cycle against a fake ur_rtde (no controller): what direct torque sends, and when it sends
+nothing; force mode's re-sends. (Against the emulator and the real client: test_ur_emulator.py, test_ur_node.py.)"""
+import numpy as np
+import pytest
+
+from intera_compat.config import load_config
+from intera_compat.emulator.ur_controller import default_config
+from intera_compat.hardware.base import CommandMode, HardwareCommand, HardwareState
+from intera_compat.hardware.ur import FORCE_MODE_GAP, URBackend
+from intera_compat.model import RobotModel
+
+CFG = load_config(default_config())
+Q = np.array([0.1, -1.2, 1.3, -1.6, -1.5, 0.2])
+
+
+class FakeReceive:
+    def __init__(self):
+        self.stamp = 1.0
+
+    def getTimestamp(self):
+        return self.stamp
+
+    def isConnected(self):
+        return True
+
+    def getActualQ(self):
+        return list(Q)
+
+    def getActualQd(self):
+        return [0.0] * 6
+
+    def getActualTCPForce(self):
+        return [0.0] * 6
+
+    def getRuntimeState(self):
+        return 2  # PLAYING
+
+    def getSpeedScaling(self):
+        return 1.0
+
+    def getTargetSpeedFraction(self):
+        return 1.0
+
+    def getSafetyMode(self):
+        return 1
+
+    def getRobotMode(self):
+        return 7
+
+
+class FakeControl:
+    def __init__(self):
+        self.sent = []
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.sent.append((name, args))
+            return True
+        return call
+
+
+class Chores:
+    failures, last_error = 0, ""
+
+    def __init__(self):
+        self.jobs = []
+
+    def post(self, job):
+        self.jobs.append(job)
+
+    def alive(self):
+        return True
+
+
+def streaming(interface):
+    rm = RobotModel(CFG)
+    b = URBackend(rm, {"interface": interface})
+    b.recv, b.ctrl, b.worker = FakeReceive(), FakeControl(), Chores()
+    b._script_ok = b._ready = b._wanted = True
+    b.isProgramRunning = True
+    hs = HardwareState.zeros(6)
+    cmd = HardwareCommand.zeros(6, CommandMode.TORQUE if interface == "torque" else CommandMode.POSITION)
+    return rm, b, hs, cmd
+
+
+def test_direct_torque_sends_the_loops_torque_less_gravity_and_only_on_fresh_feedback():
+    rm, b, hs, cmd = streaming("torque")
+    b.read(hs)
+    cmd.effort[:] = rm.gravity(Q) + np.array([1.0, -2.0, 0.5, 0.0, 0.3, -0.1])
+    b.write(cmd)
+    name, args = b.ctrl.sent[-1]
+    assert name == "directTorque" and args[0] == pytest.approx([1.0, -2.0, 0.5, 0.0, 0.3, -0.1], abs=1e-9)
+    b.write(cmd)  # no new sample: the script would apply the torque open loop: it is cleared instead
+    assert b.ctrl.sent[-1] == ("kickWatchdog", ())
+    b.recv.stamp += 0.002
+    b.read(hs)
+    cmd.effort[2] = np.nan
+    b.write(cmd)
+    assert b.ctrl.sent[-1] == ("kickWatchdog", ())  # not finite: nothing asked
+    b.brake()
+    b.write(cmd)
+    assert b.ctrl.sent[-1] == ("kickWatchdog", ())  # disabled: cleared at once (the stop chore's stopJ follows)
+    assert b.watchdog_hz >= 50.0  # (at least 50 Hz with direct torque, whatever the config says)
+
+
+def test_force_mode_is_sent_twice_on_a_change_then_refreshed_and_a_wall_push_not_every_cycle():
+    rm, b, hs, cmd = streaming("position")
+    b.read(hs)
+    cmd.force_axes[2], cmd.force_wrench[2] = 1.0, 10.0
+    names = []
+    for k in range(40):
+        cmd.force_wrench[2] = 10.0 if k < 20 else 10.0 - (k - 19)  # (from k 20: a wall's push, changing 1 N/cycle)
+        b.write(cmd)
+        names.append(b.ctrl.sent[-1][0])
+    assert names[:3] == ["forceMode", "forceMode", "servoJ"]  # a change: twice, then the stream
+    assert "forceMode" not in names[3:20]  # (refreshed every 50 ms = 25 cycles)
+    wall = names[20:]
+    assert 0 < wall.count("forceMode") <= len(wall) // FORCE_MODE_GAP + 2 and "servoJ" in wall
