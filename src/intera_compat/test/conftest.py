@@ -158,8 +158,11 @@ ROBOT_LAUNCHES = {
     "ur5e": ("ros_control.launch", "fake:=true", "rate:=50", "arm:=ur5e"),
     # a UR through ur_rtde (RTDE, dashboard, its control script) to the UR controller emulator on 127.0.0.1
     "ur": ("ur_emulator.launch",),
+    # a waypoint-list Cobot (the generic 7-axis arm) through asyncua to the reference cobot PLC on 127.0.0.1
+    "cobot": ("cobot_emulator.launch",),
 }
-ROBOT_JOINTS = {"sim": 7, "ros_control": 7, "ur5e": 6, "ur": 6}  # arm joints each backend's launch exposes
+ROBOT_JOINTS = {"sim": 7, "ros_control": 7, "ur5e": 6, "ur": 6, "cobot": 7}  # arm joints each backend's launch exposes
+ROBOT_ARMS = {"sim": "sawyer", "ros_control": "sawyer", "ur5e": "ur5e", "ur": "ur5e", "cobot": "cobot7"}  # configs
 
 
 @pytest.fixture(params=sorted(ROBOT_LAUNCHES))

@@ -25,7 +25,7 @@ refused with Bad status (nothing moves); a command while in error is refused (Ba
 Fault injection (``Emulator.Inject``): ``method error`` (the next method call fails with BadInternalError),
 ``error CODE TEXT`` (the controller goes to error: the arm stops), ``drop S`` (the server goes away for S seconds:
 every session ends), ``unsettled J`` (joint J never settles: it dithers about its target and the state stays
-moving; ``unsettled off``).
+moving; ``unsettled off``); ``calls`` answers with the methods called and the last motion's point count.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 from asyncua import Server, ua
-from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
 from ..config import load_config
 from ..hardware.base import CommandMode, HardwareCommand, HardwareState
@@ -82,6 +82,7 @@ class CobotPLC:
         self.fail_next = False
         self.unsettled = -1
         self.calls: list[str] = []  # the methods called (name), for the tests
+        self.last_points = 0  # how many points the last motion had
         self._otg = Ruckig(n, PERIOD)
         self._inp, self._out = InputParameter(n), OutputParameter(n)
         self._inp.current_position = self.cmd.position[:n].tolist()
@@ -90,6 +91,7 @@ class CobotPLC:
         self._inp.max_acceleration = self.amax.tolist()
         self._inp.max_jerk = (10.0 * self.amax).tolist()
         self._limit = self.vmax.copy()
+        self._v_next = np.zeros(n)  # the velocity to pass the next point with
         self._stopping = False
         self._run = False
         self._thread = threading.Thread(target=self._loop, daemon=True, name="cobot-plc")
@@ -124,11 +126,14 @@ class CobotPLC:
         elif self.points:
             inp.control_interface = ControlInterface.Position
             inp.target_position = self.points[0].tolist()
-            inp.target_velocity = [0.0] * n
+            inp.target_velocity = self._v_next.tolist()
             inp.max_velocity = self._limit.tolist()
         else:
             return self._hold()
-        res = self._otg.update(inp, out)
+        res = self._update()
+        if res not in (Result.Working, Result.Finished) and any(inp.target_velocity):
+            inp.target_velocity = [0.0] * n  # (not reachable at that speed: stop there instead)
+            res = self._update()
         if res not in (Result.Working, Result.Finished):
             self._fault(100, f"the motion could not be planned ({res})")
             return
@@ -140,12 +145,37 @@ class CobotPLC:
                 self._stopping = False
                 self.points = []
             elif self.points:
-                self.points.pop(0)
+                self._next_segment(self.points.pop(0))
             if not self.points and self.mode == MOVING:
                 self.mode = IDLE
         if self.unsettled >= 0 and self.mode != ERROR:  # a joint that never gets there
             self.cmd.position[self.unsettled] += DITHER * np.sin(2 * np.pi * 3.0 * time.monotonic())
             self.mode = MOVING
+
+    def _update(self):
+        try:
+            return self._otg.update(self._inp, self._out)
+        except RuckigError as e:  # (the binding raises for an input it cannot reach)
+            return str(e).strip().splitlines()[0] if str(e).strip() else "error"
+
+    def _next_segment(self, start: np.ndarray) -> None:
+        """The motion goes on from ``start`` (a point passed, or where the arm is) to ``points[0]``: the velocity to
+        pass that point with (zero at the last): on each joint that keeps its direction, the slower of the speeds
+        the segments before and after it allow at the limits, and what their lengths allow at the acceleration
+        limit (no stop in between, no run-up); set once per point (re-planning every cycle would never end)."""
+        self._v_next = np.zeros(self.n)
+        if len(self.points) < 2:
+            return
+        a, b = self.points[0] - start, self.points[1] - self.points[0]
+        t_in = max(float(np.max(np.abs(a) / self._limit)), 1e-3)
+        t_out = max(float(np.max(np.abs(b) / self._limit)), 1e-3)
+        v = np.minimum(np.abs(a) / t_in, np.abs(b) / t_out)
+        # (no faster than it can reach from here and stop from within the next segment: ruckig would otherwise
+        # back up for a run-up, the time-optimal answer to a speed the distance cannot give)
+        np.minimum(v, 0.5 * np.sqrt(self.amax * np.minimum(np.abs(a), np.abs(b))), out=v)
+        v *= np.sign(b)
+        v[np.sign(a) != np.sign(b)] = 0.0
+        self._v_next = v
 
     def _hold(self) -> None:
         if self.unsettled >= 0 and self.mode != ERROR:
@@ -184,6 +214,8 @@ class CobotPLC:
                 raise ua.UaStatusCodeError(ua.StatusCodes.BadOutOfRange)
             self._limit = np.minimum(self.vmax, np.where(v > 0, v, self.vmax)) if len(v) else self.vmax.copy()
             self.points = [p for p in pts]
+            self.last_points = len(pts)
+            self._next_segment(np.asarray(self._inp.current_position))
             self._stopping = False
             self.mode = MOVING
             return 0
@@ -221,6 +253,8 @@ class CobotPLC:
                     self.mode = IDLE
             elif words[:1] == ["drop"] and len(words) == 2:
                 return "drop"  # (the server does it)
+            elif what == "calls":  # (the methods called, and the points of the last motion)
+                return f"emulator: {' '.join(self.calls[-20:])}; points {self.last_points}"
             else:
                 raise ValueError(what)
         return f"emulator: {what}"

@@ -4,8 +4,9 @@
 * ``position`` → the setpoint's positions (TORQUE_MODE refused: the arm cannot take torques);
 * ``velocity`` → velocity with position feedback (TORQUE_MODE refused).
 Trajectory-only backends (waypoint controllers, a FollowJointTrajectory controller) have no streaming path:
-JointCommands are refused for them, and the loop hands them whole trajectories (``LoopCycle._forward``); the
-position path only keeps the loop's reference.
+JointCommands are refused for them (but POSITION_MODE on an arm that takes single waypoints: its target goes as
+one), and the loop hands them whole trajectories (``LoopCycle._forward``); the position path only keeps the loop's
+reference.
 """
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ _STREAMING = frozenset({Capability.TORQUE, Capability.POSITION, Capability.VELOC
 def mode_refusal(mode: int, caps: frozenset) -> str | None:
     """Why an arm with ``caps`` cannot carry JointCommand ``mode`` (None: it can)."""
     if not caps & _STREAMING:
-        return f"{_MODE_NAMES.get(mode, mode)} needs a streaming arm; this one takes whole trajectories only"
+        if mode == POSITION_MODE and Capability.WAYPOINT in caps:
+            return None  # (its target goes as one waypoint)
+        return f"{_MODE_NAMES.get(mode, mode)} needs a streaming arm; this one takes whole trajectories" + \
+            (" and single waypoints (POSITION_MODE) only" if Capability.WAYPOINT in caps else " only")
     if mode == TORQUE_MODE and Capability.TORQUE not in caps:
         return "TORQUE_MODE needs an arm that takes joint torques; this one takes " + \
             " and ".join(sorted(c.value + "s" for c in caps & _STREAMING))

@@ -46,19 +46,21 @@ NODES = {"positions": "Robot.ActualPositions", "velocities": "Robot.ActualVeloci
          "acknowledge_error": "Robot.AcknowledgeError", "abort": "Robot.Abort"}
 PROJECTION_WINDOW = 32  # path segments searched ahead of the last one the arm was on
 WAYPOINT_MOVED = 1e-4  # rad: a POSITION target that moved less is not sent again
+END_MARGIN = 0.01  # s: the arm's time stays this short of a trajectory's end until the arm is done there
+START_GRACE = 0.5  # s an idle PLC is given after it took a motion before idle means it ended (its variables lag)
 
 
 @dataclass
 class CobotSettings:
     """``cobot`` in the robot config (launch arguments may override ``endpoint``, ``execution_mode``,
-    ``resampling_delta``)."""
+    ``settle_timeout``)."""
 
     endpoint: str = "opc.tcp://127.0.0.1:4840/cobot"
     namespace: str = "urn:intera_compat:cobot_plc"
     nodes: dict = field(default_factory=dict)  # NODES overridden
     state_values: dict = field(default_factory=lambda: {"idle": 0, "moving": 1, "error": 2})
     execution_mode: str = "full_trajectory"
-    resampling_delta: float = 0.05  # rad
+    resampling_delta: float = 0.1  # rad
     rate: float = 250.0  # Hz: the loop (the arm's state arrives at ``poll_rate``)
     poll_rate: float = 100.0  # Hz the PLC's variables are read at
     link_timeout: float = 0.5  # s without the PLC's state: the link is lost
@@ -88,6 +90,12 @@ class CobotSettings:
                 raise ValueError(f"{cfg.path}: cobot.{name} {getattr(s, name)!r}: a number > 0")
             setattr(s, name, v)
         return s
+
+
+def cobot_settings(cfg, options: dict) -> tuple[str, float]:
+    """(execution mode, resampling delta) a Cobot starts with (its config and the launch's overrides)."""
+    s = CobotSettings.from_config(cfg, options)
+    return s.execution_mode, s.resampling_delta
 
 
 def check_mode(mode) -> str:
@@ -139,6 +147,7 @@ class CobotBackend(Backend):
         self._arm_time = 0.0
         self._state = PROGRESS_NONE
         self._deadline = 0.0
+        self._seen_moving = False
         self._calls = 0  # calls posted / answered: done only once the PLC answered the last one
         self._answered = 0
         self._answered_at = 0.0
@@ -203,13 +212,12 @@ class CobotBackend(Backend):
         """Method ``key`` on the PLC's object; a refusal (Bad status, a timeout) is a failure."""
         from asyncua import ua
 
+        values = [ua.Variant(a, ua.VariantType.Double) if isinstance(a, list) else a for a in args]
         try:
-            out = await self._client.call_method_node(self._nodes["object"], self._nodes[key], *args) \
-                if hasattr(self._client, "call_method_node") else \
-                await self._nodes["object"].call_method(self._nodes[key], *args)
+            out = await self._nodes["object"].call_method(self._nodes[key], *values)
             if isinstance(out, (int, np.integer)) and out != 0:
                 raise RuntimeError(f"answered {out}")
-        except (ua.UaError, RuntimeError, asyncio.TimeoutError, OSError, AttributeError) as e:
+        except (ua.UaError, RuntimeError, asyncio.TimeoutError, OSError) as e:
             self._failure = f"{self.settings.nodes[key]} refused: {e!r}"
             print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
 
@@ -292,22 +300,23 @@ class CobotBackend(Backend):
             dist = np.linalg.norm(a + u[:, None] * d - q, axis=1)
             j = int(np.argmin(dist))
             self._seg = lo + j
-            reached = t[lo + j] + u[j] * (t[lo + j + 1] - t[lo + j])
+            reached = min(t[lo + j] + u[j] * (t[lo + j + 1] - t[lo + j]), t[-1] - END_MARGIN)  # (the end: once done)
             self._arm_time = max(self._arm_time, float(reached))
         if self._answered != self._calls or stamp <= self._answered_at:
             return  # (the PLC has not answered, or its state predates the answer)
-        if plc_state == self.settings.state_values["idle"]:
+        if plc_state == self.settings.state_values["moving"]:
+            self._seen_moving = True
+        elif plc_state == self.settings.state_values["idle"] and (self._seen_moving or
+                                                                  stamp > self._answered_at + START_GRACE):
             off = float(np.abs(q - Q[-1]).max())
             if off <= self.settings.settle_tolerance:
                 self._state, self._arm_time = PROGRESS_DONE, float(t[-1])
-            else:
-                self._state = PROGRESS_FAILED
-                self._failure = f"the arm stopped {off:.4f} rad from the trajectory's last point"
-        elif now > self._deadline:
-            self._state = PROGRESS_FAILED
-            self._failure = (f"the arm did not settle at the trajectory's last point within "
-                             f"{self._deadline - self._submitted:.1f} s")
+                return
+            self._failure = f"the arm stopped {off:.4f} rad from the trajectory's last point"
+        if not self._failure and now > self._deadline:
+            self._failure = f"the arm did not settle at the trajectory's last point within {self._allowed:.1f} s"
         if self._failure:
+            self._state = PROGRESS_FAILED
             print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
 
     def write(self, command) -> None:
@@ -364,9 +373,9 @@ class CobotBackend(Backend):
         if len(t) >= 2:  # (a trajectory without velocities: its steepest secant)
             speed = np.maximum(speed, (np.abs(np.diff(q, axis=0)) / np.maximum(np.diff(t)[:, None], 1e-6)).max(0))
         self._t, self._q = t, q
-        self._seg, self._arm_time, self._state = 0, 0.0, PROGRESS_ACTIVE
-        self._submitted = 2.0 * float(t[-1] - t[0]) + self.settings.settle_timeout
-        self._deadline = self.monotonic() + self._submitted
+        self._seg, self._arm_time, self._state, self._seen_moving = 0, 0.0, PROGRESS_ACTIVE, False
+        self._allowed = 2.0 * float(t[-1] - t[0]) + self.settings.settle_timeout
+        self._deadline = self.monotonic() + self._allowed
         self._posted_call(key, np.ravel(points).tolist(), speed.tolist())
         return True
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..model.robot_model import RobotModel
 from .base import Backend
+from .cobot import CobotBackend
 from .ros_control import RosControlBackend
 from .sim import SimBackend, SimPositionBackend
 from .ur import URBackend
@@ -32,6 +33,7 @@ BACKENDS = {
     "sim_position": (SimPositionBackend, _sim(SimPositionBackend)),  # the same arm behind a position interface
     "ros_control": (RosControlBackend, lambda rm, options: RosControlBackend(rm, options)),  # Gazebo, UR driver
     "ur": (URBackend, lambda rm, options: URBackend(rm, options)),  # a UR through ur_rtde (RTDE, dashboard)
+    "cobot": (CobotBackend, lambda rm, options: CobotBackend(rm, options)),  # a waypoint-list Cobot (OPC UA)
 }
 
 

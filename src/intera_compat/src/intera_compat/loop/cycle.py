@@ -53,6 +53,7 @@ from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, M
 
 TIMEOUT_RANGE = (0.0, 1.0)
 FORWARD_LAG = 1.0  # s a trajectory-only arm may run behind the loop's reference (its controller's feedback)
+PACE_TAU = 0.1  # s: the reference of a paced arm (Backend.paced) runs at 1 this far behind the arm, stops level with it
 # rad: a safety-chain cut this large while an arm's force mode moves axes of its own stops that (``_rebase_admitted``;
 # smaller ones are the chain's shaping of an arm in motion)
 FORCE_MODE_CUT = 0.01
@@ -172,6 +173,9 @@ class LoopCycle:
         self._own_brakes = not sup(Capability.TORQUE) or backend.holds_itself
         # a trajectory-only arm is handed each whole trajectory the trajectory source starts (``_forward``)
         self._forwarding = sup(Capability.TRAJECTORY_ONLY)
+        self._paced = self._forwarding and backend.paced  # the reference follows the arm's own timing
+        self._pace = 1.0
+        self._waypoints = self._forwarding and sup(Capability.WAYPOINT)  # POSITION targets go as single waypoints
         self._forwarded = 0.0  # the id of the trajectory the arm runs (0: none)
         self._forward_stopping = False
         self._backend_active = None  # the first cycle tells the backend the robot's state
@@ -597,7 +601,10 @@ class LoopCycle:
         ``FORWARD_LAG`` behind the reference by its controller's feedback is a controller error. The arm's
         controller runs on its own clock (the UR driver's scaled controller follows its speed slider as the loop
         does): a sender's time scaling below 1 or the operator's speed override below 1 (a pause) stops the
-        motion instead."""
+        motion instead. A paced arm (a Cobot's PLC, which times the motion itself) sets the reference's pace
+        instead: it follows the arm (``PACE_TAU`` behind at full speed) and never runs ahead of it; the arm's time
+        reaches the end only once the arm is done there, so the trajectory ends then. An arm that takes single
+        waypoints gets the POSITION source's target as one."""
         t = self.trajectory
         running = self.robot_active and self.arbiter.active is t and t.state in (TRAJ_RUNNING, TRAJ_STOPPING)
         if running and t.traj_id != self._forwarded:
@@ -609,7 +616,9 @@ class LoopCycle:
             if t.scaling < 1.0 or self.ch.control.local.speed_override[0] < 1.0:
                 t.cancel(0.0)  # the arm's controller keeps its own clock: a slowed or paused time base is a stop
             state, arm_time = self.backend.progress()
-            if state == PROGRESS_ACTIVE and t.time - arm_time > FORWARD_LAG:  # (no feedback at all: arm_time 0)
+            if self._paced:  # (the arm times its motion itself: the reference follows it, never runs ahead)
+                self._pace = min(max((arm_time - t.time) / PACE_TAU, 0.0), 1.0) if state == PROGRESS_ACTIVE else 1.0
+            elif state == PROGRESS_ACTIVE and t.time - arm_time > FORWARD_LAG:  # (no feedback at all: arm_time 0)
                 self._fault(FAULT_CONTROLLER_ERROR, -1)  # the arm's controller runs behind the reference
                 return
         if running and t.state == TRAJ_STOPPING and not self._forward_stopping:
@@ -619,6 +628,10 @@ class LoopCycle:
             if not (t.state == TRAJ_DONE and t.last_status == SUCCEEDED):
                 self.backend.cancel()
             self._forwarded = 0.0
+        if not running:
+            self._pace = 1.0
+            if self._waypoints and self.robot_active and self.arbiter.active is self.position:
+                self.backend.waypoint(self.position.interp.target)
 
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: stay where the arm is, nothing moving."""
@@ -638,7 +651,7 @@ class LoopCycle:
         self.backend.read(hw)
         # the time base's factor: the backend's (UR slider, Cobot progress) × the operator's override (0..1,
         # validated by the listener)
-        self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0)
+        self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0) * self._pace
                                  * self.ch.control.local.speed_override[0])
         ready = self.backend.ready()
         if ready != self._arm_ready:

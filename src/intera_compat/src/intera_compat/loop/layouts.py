@@ -33,7 +33,9 @@ MSG_FAULT = 21  # [code, joint, loop time]
 MSG_ARM_RESULT = 22  # [request id, ARM_RESULT_*, value]
 # arm requests (Backend.request): codes and their args
 ARM_ZERO_FT, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT = 1, 2, 3  # [] | [mass, cog x, y, z] | [direction (6)]
-ARM_REQUESTS = {"zero_ft_sensor": ARM_ZERO_FT, "set_payload": ARM_SET_PAYLOAD, "tool_contact": ARM_TOOL_CONTACT}
+ARM_COBOT_SETTINGS = 4  # [execution mode (0 single_point, 1 full_trajectory), resampling delta (rad)]
+ARM_REQUESTS = {"zero_ft_sensor": ARM_ZERO_FT, "set_payload": ARM_SET_PAYLOAD, "tool_contact": ARM_TOOL_CONTACT,
+                "cobot_settings": ARM_COBOT_SETTINGS}
 ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_RESULT_FAILED, ARM_RESULT_ENABLED = 0, 1, 2, 3
 ARM_WHILE_DISABLED = (ARM_ZERO_FT, ARM_SET_PAYLOAD)  # requests the controller takes time over: robot disabled only
 

@@ -2,6 +2,9 @@
 them (``Backend.requests``): ``/robot/arm/zero_ft_sensor`` (std_srvs/Trigger), ``/robot/arm/set_payload``
 (intera_compat/SetPayload) — both with the robot disabled only (the controller takes its time over them, and the
 loop's own model and wrench baseline are not told) — and ``/robot/arm/tool_contact`` (intera_compat/ToolContact).
+A Cobot's ``execution_mode`` (single_point | full_trajectory) and ``resampling_delta`` (rad) are the parameters
+``/robot/cobot/execution_mode`` and ``/robot/cobot/resampling_delta``, changeable at run time (``rosparam set``;
+watched twice a second, a bad value refused with a log naming it and set back).
 
 Arguments are checked here (a refusal names the field and nothing is sent); the request goes to the loop, whose
 backend asks the controller beside the cycle; the answer comes back on the loop's return ring (polled by the
@@ -18,14 +21,17 @@ from std_srvs.srv import Trigger, TriggerResponse
 
 from intera_compat.srv import SetPayload, SetPayloadResponse, ToolContact, ToolContactResponse
 
-from ..loop.layouts import (ARM_REQUESTS, ARM_RESULT_ENABLED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD,
-                            ARM_TOOL_CONTACT, ARM_ZERO_FT)
+from ..hardware.cobot import EXECUTION_MODES, check_delta, check_mode
+from ..loop.layouts import (ARM_COBOT_SETTINGS, ARM_REQUESTS, ARM_RESULT_ENABLED, ARM_RESULT_OK,
+                            ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT, ARM_ZERO_FT)
 
 ANSWER_TIMEOUT = 10.0  # s
+COBOT_MODE, COBOT_DELTA = "/robot/cobot/execution_mode", "/robot/cobot/resampling_delta"
 
 
 class ArmServices:
-    def __init__(self, requests: frozenset, post, answers: dict, payload_max: float, backend: str):
+    def __init__(self, requests: frozenset, post, answers: dict, payload_max: float, backend: str,
+                 cobot: tuple | None = None):
         """``post(array) -> bool``: a MSG_ARM_REQUEST to the loop; ``answers``: request id → (result, value)."""
         self.post, self.answers, self.payload_max, self.backend = post, answers, payload_max, backend
         self._ids = itertools.count(1)
@@ -38,6 +44,11 @@ class ArmServices:
             rospy.Service("/robot/arm/set_payload", SetPayload, self._payload)
         if "tool_contact" in requests:
             rospy.Service("/robot/arm/tool_contact", ToolContact, self._contact)
+        if "cobot_settings" in requests and cobot is not None:
+            self._cobot = cobot
+            rospy.set_param(COBOT_MODE, cobot[0])
+            rospy.set_param(COBOT_DELTA, cobot[1])
+            self._watch = rospy.Timer(rospy.Duration(0.5), self._cobot_settings)
 
     def _ask(self, code: int, args=()) -> tuple[bool, float, str]:
         rid = next(self._ids)
@@ -86,3 +97,26 @@ class ArmServices:
             return ToolContactResponse(0, False, why)
         ok, value, why = self._ask(ARM_TOOL_CONTACT, d)
         return ToolContactResponse(int(value) if ok else 0, ok, why)
+
+    def _cobot_settings(self, _event=None) -> None:
+        """The Cobot's parameters changed: each checked (a bad one is refused and set back, naming it), then handed
+        to the loop (for the next trajectory)."""
+        values = list(self._cobot)
+        for i, (name, check) in enumerate(((COBOT_MODE, check_mode), (COBOT_DELTA, check_delta))):
+            asked = rospy.get_param(name, self._cobot[i])
+            if asked == self._cobot[i]:
+                continue
+            try:
+                values[i] = check(asked)
+            except ValueError as e:
+                rospy.logerr(f"{name}: {e}; kept {self._cobot[i]}")
+                rospy.set_param(name, self._cobot[i])
+        mode, delta = values
+        if (mode, delta) == self._cobot:
+            return
+        ok, _, why = self._ask(ARM_COBOT_SETTINGS, (EXECUTION_MODES.index(mode), delta))
+        if ok:
+            self._cobot = (mode, delta)
+            rospy.loginfo(f"Cobot: execution_mode {mode}, resampling_delta {delta:g} rad from the next trajectory")
+        else:
+            rospy.logerr(f"Cobot settings not taken: {why}")

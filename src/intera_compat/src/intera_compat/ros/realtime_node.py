@@ -44,6 +44,7 @@ from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from ..safety.faults import describe
 from ..trajectory.client import TrajectoryClient
 from .conversions import pose_msg
+from ..hardware.cobot import cobot_settings
 from .arm_services import ArmServices
 from .interaction import InteractionTopics
 from .io_server import IONodeServer
@@ -104,11 +105,14 @@ class RealtimeLoopNode:
             options = {k: rospy.get_param(f"~ur_{k}", "")
                        for k in ("robot_ip", "rate", "link_timeout", "interface")}
             options = {k: v for k, v in options.items() if v not in ("", 0, 0.0)}
+        elif backend == "cobot":  # launch arguments over the config's cobot section ("": the config's)
+            options = {k: rospy.get_param(f"~cobot_{k}", "") for k in ("endpoint", "execution_mode", "settle_timeout")}
+            options = {k: v for k, v in options.items() if v != ""}
         self.caps = declared_capabilities(backend, cfg, options)
         self.arm_services = ArmServices(declared_requests(backend),
                                         lambda a: self._event(MSG_ARM_REQUEST, a, EVENT_PATIENCE),
                                         self.trajectories.arm_answers, float(cfg.raw.get("payload_max", 1000.0)),
-                                        backend)
+                                        backend, cobot_settings(cfg, options) if backend == "cobot" else None)
         self._refused_modes: set = set()
         self.read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-m", "intera_compat.loop.process", "--channel", json.dumps(ch.names),

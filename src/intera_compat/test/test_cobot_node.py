@@ -1,0 +1,179 @@
+"""cobot_emulator.launch: the Cobot backend through asyncua to the reference cobot PLC on 127.0.0.1 — JTAS goals
+as resampled point lists (or single points), a cancel mid-motion that stops the arm and ends the goal preempted,
+the PLC's error (stopped + error, reset acknowledges it), a refused call, a dropped connection, an axis that never
+settles, and POSITION commands as single waypoints. (The Limb-level suite runs against it too: conftest "cobot".)"""
+import time
+
+import actionlib
+import numpy as np
+import pytest
+import rospy
+from actionlib_msgs.msg import GoalStatus
+from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult
+from geometry_msgs.msg import PoseStamped
+from intera_core_msgs.msg import RobotAssemblyState
+from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
+                                    WaypointOptions)
+from ros_helpers import Latest, arm_positions, publisher, wait_for
+from std_msgs.msg import Bool, Empty
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+pytest.importorskip("asyncua")
+pytestmark = pytest.mark.node
+ARM7 = [f"right_j{i}" for i in range(7)]
+R = FollowJointTrajectoryResult
+
+
+def plc(what: str) -> str:
+    """The PLC's fault injection / queries (its Emulator.Inject method)."""
+    from asyncua import ua
+    from asyncua.sync import Client
+
+    c = Client("opc.tcp://127.0.0.1:4840/cobot", timeout=5)
+    c.connect()
+    try:
+        ns = c.get_namespace_index("urn:intera_compat:cobot_plc")
+        emu = c.get_node(ua.NodeId("Emulator", ns))
+        return emu.call_method(ua.NodeId("Emulator.Inject", ns), what)
+    finally:
+        c.disconnect()
+
+
+@pytest.fixture
+def cobot(launch):
+    """(JTAS client, joint_states, /robot/state) of cobot_emulator.launch, the robot enabled."""
+    from conftest import _start_robot
+    robot = _start_robot(launch, "cobot", "settle_timeout:=2.0")
+    js = next(robot)
+    state = Latest("/robot/state", RobotAssemblyState)
+    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
+    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60))
+    yield client, js, state
+    state.close()
+    robot.close()
+
+
+def goal(q0, dq, duration, k=21):
+    """A MoveIt-like trajectory: ``k`` points (dense), positions and velocities."""
+    g = FollowJointTrajectoryGoal()
+    g.trajectory.joint_names = ARM7
+    for s in np.linspace(0.0, 1.0, k):
+        blend = 3 * s * s - 2 * s ** 3
+        rate = (6 * s - 6 * s * s) / duration
+        g.trajectory.points.append(JointTrajectoryPoint(positions=list(q0 + blend * dq),
+                                                        velocities=list(rate * dq),
+                                                        time_from_start=rospy.Duration.from_sec(s * duration)))
+    return g
+
+
+def reset_and_enable(state):
+    reset = publisher("/robot/set_super_reset", Empty)
+    assert wait_for(lambda: not state.msg.stopped, 10, period=0.2, every=lambda: reset.publish())
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: state.msg.enabled, 10, period=0.2, every=lambda: enable.publish(True))
+
+
+def test_goals_go_as_resampled_point_lists_or_single_points(cobot):
+    client, js, _ = cobot
+    q0 = arm_positions(js)
+    dq = np.array([0.4, -0.3, 0.2, 0.5, -0.2, 0.3, 0.6])
+    client.send_goal(goal(q0, dq, 3.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
+    assert np.abs(arm_positions(js) - (q0 + dq)).max() < 0.01
+    calls = plc("calls")
+    assert calls.split(";")[0].split()[-1] == "ExecuteInstructionList"
+    points = int(calls.rsplit(" ", 1)[1])
+    assert 3 <= points <= 8  # 21 points, 0.6 rad on the largest joint: resampled at 0.1 rad (ends kept)
+    rospy.set_param("/robot/cobot/execution_mode", "single_point")  # (at run time, as the seed's panel does)
+    rospy.set_param("/robot/cobot/resampling_delta", -1.0)  # refused: set back, nothing changes
+    time.sleep(1.5)
+    assert rospy.get_param("/robot/cobot/resampling_delta") == pytest.approx(0.1)
+    client.send_goal(goal(q0 + dq, -dq, 3.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
+    assert np.abs(arm_positions(js) - q0).max() < 0.01
+    calls = plc("calls")
+    assert calls.split(";")[0].split()[-1] == "SetRobotWaypoint" and calls.endswith("points 1")
+
+
+def test_the_motion_controller_moves_the_cobot_as_go_to_joint_angles_does(cobot):
+    _, js, _ = cobot
+    client = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
+    assert client.wait_for_server(rospy.Duration(30))
+    q0 = arm_positions(js)
+    target = q0 + np.array([0.3, -0.2, 0.2, 0.4, 0.3, -0.4, 0.5])
+    wpo = WaypointOptions(label="default", max_joint_speed_ratio=0.5, max_joint_accel=[5.0] * 7,
+                          max_linear_speed=0.6, max_linear_accel=0.6, max_rotational_speed=1.57,
+                          max_rotational_accel=1.57)
+    goal = MotionCommandGoal(command="start", trajectory=Trajectory(
+        label="go_to_joint_angles", joint_names=ARM7, trajectory_options=TrajectoryOptions(interpolation_type="JOINT"),
+        waypoints=[Waypoint(joint_positions=list(q), active_endpoint="right_hand", pose=PoseStamped(), options=wpo)
+                   for q in (q0, target)]))
+    client.send_goal(goal)
+    assert client.wait_for_result(rospy.Duration(30))
+    assert client.get_result().result, client.get_result().errorId
+    assert np.abs(arm_positions(js) - target).max() < 0.01
+
+
+def test_cancel_mid_motion_stops_the_arm_and_the_goal_ends_preempted(cobot):
+    client, js, state = cobot
+    q0 = arm_positions(js)
+    dq = np.array([0.8, 0.0, 0.0, 0.8, 0.0, 0.0, 0.8])
+    client.send_goal(goal(q0, dq, 4.0))
+    assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.2, 10)
+    client.cancel_goal()
+    assert client.wait_for_result(rospy.Duration(10))
+    assert client.get_state() == GoalStatus.PREEMPTED
+    time.sleep(1.0)
+    q_stop = arm_positions(js)
+    time.sleep(1.0)
+    assert np.abs(arm_positions(js) - q_stop).max() < 1e-3  # stopped (the PLC aborted), not going on
+    assert np.abs(q_stop - (q0 + dq)).max() > 0.1 and "Abort" in plc("calls")
+    assert state.msg.enabled and not state.msg.error
+
+
+def test_a_plc_error_stops_the_robot_with_an_error_and_reset_acknowledges_it(cobot):
+    client, js, state = cobot
+    q0 = arm_positions(js)
+    dq = np.array([0.6, 0.0, 0.3, 0.0, 0.0, 0.0, 0.6])
+    client.send_goal(goal(q0, dq, 3.0))
+    assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.1, 10)
+    plc("error 42 axis 3 overload")
+    assert wait_for(lambda: state.msg.stopped and state.msg.error, 5)
+    assert client.wait_for_result(rospy.Duration(10))
+    assert client.get_state() == GoalStatus.ABORTED and client.get_result().error_string
+    time.sleep(0.5)
+    q_stop = arm_positions(js)
+    time.sleep(0.5)
+    assert np.abs(arm_positions(js) - q_stop).max() < 1e-3
+    reset_and_enable(state)
+    assert "AcknowledgeError" in plc("calls")
+    client.send_goal(goal(arm_positions(js), -0.5 * dq, 2.0))  # it moves again
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
+
+
+def test_a_refused_call_an_unsettled_axis_and_a_dropped_link_are_errors_reset_recovers(cobot):
+    client, js, state = cobot
+    q0 = arm_positions(js)
+    dq = np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    plc("method error")  # the next call fails
+    client.send_goal(goal(q0, dq, 2.0))
+    assert client.wait_for_result(rospy.Duration(10))
+    assert client.get_state() == GoalStatus.ABORTED and wait_for(lambda: state.msg.error, 3)
+    reset_and_enable(state)
+    plc("unsettled 2")  # joint 2 never settles: the goal ends after 2 x 2 s + 2 s with an error
+    client.send_goal(goal(arm_positions(js), dq, 2.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_state() == GoalStatus.ABORTED and wait_for(lambda: state.msg.error, 3)
+    plc("unsettled off")
+    reset_and_enable(state)
+    plc("drop 2")  # the PLC goes away for 2 s: link lost, reset reconnects
+    assert wait_for(lambda: state.msg.stopped and state.msg.error, 5)
+    time.sleep(2.5)
+    reset_and_enable(state)
+    client.send_goal(goal(arm_positions(js), -dq, 2.0))
+    assert client.wait_for_result(rospy.Duration(20))
+    assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
