@@ -55,3 +55,66 @@ def publisher(topic, cls, latch=False):
 
 def send_positions(pub, target):
     pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=ARM[:len(target)], position=list(target)))
+
+
+def joint_motion(js, joint_names, dq) -> None:
+    """What go_to_joint_angles.py does — a JOINT trajectory by the motion controller from where the arm is to
+    ``dq`` away — and that it arrived."""
+    import actionlib
+    from geometry_msgs.msg import PoseStamped
+    from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions,
+                                        Waypoint, WaypointOptions)
+    client = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
+    assert client.wait_for_server(rospy.Duration(30))
+    q0 = arm_positions(js)
+    target = q0 + np.asarray(dq)
+    n = len(joint_names)
+    wpo = WaypointOptions(label="default", max_joint_speed_ratio=0.5, max_joint_accel=[5.0] * n,
+                          max_linear_speed=0.6, max_linear_accel=0.6, max_rotational_speed=1.57,
+                          max_rotational_accel=1.57)
+    client.send_goal(MotionCommandGoal(command="start", trajectory=Trajectory(
+        label="go_to_joint_angles", joint_names=list(joint_names),
+        trajectory_options=TrajectoryOptions(interpolation_type="JOINT"),
+        waypoints=[Waypoint(joint_positions=list(q), active_endpoint="right_hand", pose=PoseStamped(), options=wpo)
+                   for q in (q0, target)])))
+    assert client.wait_for_result(rospy.Duration(30))
+    assert client.get_result().result, client.get_result().errorId
+    assert np.abs(arm_positions(js) - target).max() < 0.01
+
+
+def held(js, seconds: float = 1.0, tol: float = 1e-3) -> np.ndarray:
+    """The arm's positions after ``seconds`` more in which it moved less than ``tol`` (AssertionError otherwise)."""
+    q = arm_positions(js)
+    time.sleep(seconds)
+    moved = np.abs(arm_positions(js) - q).max()
+    assert moved < tol, f"the arm moved {moved:.4f} rad in {seconds:g} s"
+    return q
+
+
+def enabled(robot):
+    """(JTAS client, joint_states, /robot/state) of a started robot (``conftest._start_robot``'s generator), once
+    it is enabled and its joint trajectory action server is up; closes them when the generator is closed."""
+    import actionlib
+    from control_msgs.msg import FollowJointTrajectoryAction
+    from intera_core_msgs.msg import RobotAssemblyState
+    js = next(robot)
+    state = Latest("/robot/state", RobotAssemblyState)
+    try:
+        assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
+        client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory",
+                                              FollowJointTrajectoryAction)
+        assert client.wait_for_server(rospy.Duration(60))
+        yield client, js, state
+    finally:
+        state.close()
+        robot.close()
+
+
+def reset_and_enable(state):
+    """RobotEnable.reset() then enable(), as the SDK does them (a UR's protective stop unlocks 5 s after it
+    happened: its backend retries, and the robot reports itself enabled then)."""
+    from std_msgs.msg import Bool, Empty
+    reset = publisher("/robot/set_super_reset", Empty)
+    assert wait_for(lambda: not state.msg.stopped, 10, period=0.2, every=lambda: reset.publish())
+    enable = publisher("/robot/set_super_enable", Bool)
+    assert wait_for(lambda: state.msg.enabled, 20, period=0.2, every=lambda: enable.publish(True))

@@ -4,17 +4,12 @@ the PLC's error (stopped + error, reset acknowledges it), a refused call, a drop
 settles, and POSITION commands as single waypoints. (The Limb-level suite runs against it too: conftest "cobot".)"""
 import time
 
-import actionlib
 import numpy as np
 import pytest
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult
-from geometry_msgs.msg import PoseStamped
-from intera_core_msgs.msg import RobotAssemblyState
-from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
-                                    WaypointOptions)
-from ros_helpers import Latest, arm_positions, publisher, wait_for
+from control_msgs.msg import FollowJointTrajectoryGoal, FollowJointTrajectoryResult
+from ros_helpers import arm_positions, enabled, held, joint_motion, publisher, reset_and_enable, wait_for
 from std_msgs.msg import Bool, Empty
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -43,15 +38,7 @@ def plc(what: str) -> str:
 def cobot(launch):
     """(JTAS client, joint_states, /robot/state) of cobot_emulator.launch, the robot enabled."""
     from conftest import _start_robot
-    robot = _start_robot(launch, "cobot", "settle_timeout:=2.0")
-    js = next(robot)
-    state = Latest("/robot/state", RobotAssemblyState)
-    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
-    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
-    assert client.wait_for_server(rospy.Duration(60))
-    yield client, js, state
-    state.close()
-    robot.close()
+    yield from enabled(_start_robot(launch, "cobot", "settle_timeout:=2.0"))
 
 
 def goal(q0, dq, duration, k=21):
@@ -67,11 +54,23 @@ def goal(q0, dq, duration, k=21):
     return g
 
 
-def reset_and_enable(state):
-    reset = publisher("/robot/set_super_reset", Empty)
-    assert wait_for(lambda: not state.msg.stopped, 10, period=0.2, every=lambda: reset.publish())
+def reachable() -> bool:
+    try:
+        plc("calls")
+        return True
+    except Exception:
+        return False
+
+
+def reset_once_and_enable(state):
+    """RobotEnable.reset() (one message: the reset must clear the PLC's error or lost link by itself), then
+    enable()."""
+    publisher("/robot/set_super_reset", Empty).publish()
+    assert wait_for(lambda: not state.msg.stopped, 5)
     enable = publisher("/robot/set_super_enable", Bool)
     assert wait_for(lambda: state.msg.enabled, 10, period=0.2, every=lambda: enable.publish(True))
+    time.sleep(0.5)
+    assert state.msg.enabled and not state.msg.error  # (and it stays so)
 
 
 def test_goals_go_as_resampled_point_lists_or_single_points(cobot):
@@ -100,21 +99,7 @@ def test_goals_go_as_resampled_point_lists_or_single_points(cobot):
 
 def test_the_motion_controller_moves_the_cobot_as_go_to_joint_angles_does(cobot):
     _, js, _ = cobot
-    client = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
-    assert client.wait_for_server(rospy.Duration(30))
-    q0 = arm_positions(js)
-    target = q0 + np.array([0.3, -0.2, 0.2, 0.4, 0.3, -0.4, 0.5])
-    wpo = WaypointOptions(label="default", max_joint_speed_ratio=0.5, max_joint_accel=[5.0] * 7,
-                          max_linear_speed=0.6, max_linear_accel=0.6, max_rotational_speed=1.57,
-                          max_rotational_accel=1.57)
-    goal = MotionCommandGoal(command="start", trajectory=Trajectory(
-        label="go_to_joint_angles", joint_names=ARM7, trajectory_options=TrajectoryOptions(interpolation_type="JOINT"),
-        waypoints=[Waypoint(joint_positions=list(q), active_endpoint="right_hand", pose=PoseStamped(), options=wpo)
-                   for q in (q0, target)]))
-    client.send_goal(goal)
-    assert client.wait_for_result(rospy.Duration(30))
-    assert client.get_result().result, client.get_result().errorId
-    assert np.abs(arm_positions(js) - target).max() < 0.01
+    joint_motion(js, ARM7, [0.3, -0.2, 0.2, 0.4, 0.3, -0.4, 0.5])
 
 
 def test_cancel_mid_motion_stops_the_arm_and_the_goal_ends_preempted(cobot):
@@ -124,12 +109,12 @@ def test_cancel_mid_motion_stops_the_arm_and_the_goal_ends_preempted(cobot):
     client.send_goal(goal(q0, dq, 4.0))
     assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.2, 10)
     client.cancel_goal()
+    q_cancel = arm_positions(js)
     assert client.wait_for_result(rospy.Duration(10))
     assert client.get_state() == GoalStatus.PREEMPTED
-    time.sleep(1.0)
-    q_stop = arm_positions(js)
-    time.sleep(1.0)
-    assert np.abs(arm_positions(js) - q_stop).max() < 1e-3  # stopped (the PLC aborted), not going on
+    time.sleep(0.5)
+    q_stop = held(js)  # stopped within 0.5 s (the PLC aborted and braked), not going on
+    assert np.abs(q_stop - q_cancel).max() < 0.15  # (braking from ≤ 0.6 rad/s)
     assert np.abs(q_stop - (q0 + dq)).max() > 0.1 and "Abort" in plc("calls")
     assert state.msg.enabled and not state.msg.error
 
@@ -145,10 +130,8 @@ def test_a_plc_error_stops_the_robot_with_an_error_and_reset_acknowledges_it(cob
     assert client.wait_for_result(rospy.Duration(10))
     assert client.get_state() == GoalStatus.ABORTED and client.get_result().error_string
     time.sleep(0.5)
-    q_stop = arm_positions(js)
-    time.sleep(0.5)
-    assert np.abs(arm_positions(js) - q_stop).max() < 1e-3
-    reset_and_enable(state)
+    held(js, 0.5)
+    reset_once_and_enable(state)  # (RobotEnable.reset(): one message)
     assert "AcknowledgeError" in plc("calls")
     client.send_goal(goal(arm_positions(js), -0.5 * dq, 2.0))  # it moves again
     assert client.wait_for_result(rospy.Duration(20))
@@ -170,10 +153,16 @@ def test_a_refused_call_an_unsettled_axis_and_a_dropped_link_are_errors_reset_re
     assert client.get_state() == GoalStatus.ABORTED and wait_for(lambda: state.msg.error, 3)
     plc("unsettled off")
     reset_and_enable(state)
-    plc("drop 2")  # the PLC goes away for 2 s: link lost, reset reconnects
+    q1 = arm_positions(js)
+    client.send_goal(goal(q1, np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5]), 6.0))  # a long motion, and mid-way ...
+    assert wait_for(lambda: np.abs(arm_positions(js) - q1).max() > 0.1, 10)
+    plc("drop 2")  # ... the PLC goes away for 2 s: link lost (the PLC runs on), reset reconnects and aborts
     assert wait_for(lambda: state.msg.stopped and state.msg.error, 5)
-    time.sleep(2.5)
-    reset_and_enable(state)
+    assert client.wait_for_result(rospy.Duration(10)) and client.get_state() == GoalStatus.ABORTED
+    assert wait_for(reachable, 15, period=0.5)  # (back)
+    reset_once_and_enable(state)
+    time.sleep(0.5)
+    held(js)  # (the list it ran on with is aborted: the arm stands)
     client.send_goal(goal(arm_positions(js), -dq, 2.0))
     assert client.wait_for_result(rospy.Duration(20))
     assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string

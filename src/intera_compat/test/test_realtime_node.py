@@ -13,12 +13,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool
 
-from conftest import ROBOT_JOINTS, ROBOT_LAUNCHES
+from conftest import ROBOT_ARMS, ROBOT_JOINTS, ROBOT_LAUNCHES
 from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
 
-from intera_compat.model import RobotModel  # noqa: E402
-
 pytestmark = pytest.mark.node
+# per arm: the neutral pose's right_hand position (m) and the last arm joint's upper limit (rad): Sawyer's j6, a UR's
+# wrist 3, the generic cobot's j6
+NEUTRAL_HAND = {"sawyer": (0.4496, 0.1603, 0.2158), "ur5e": (-0.4919, -0.1333, 0.4879), "cobot7": (0.5607, 0.0, 0.3987)}
+LAST_JOINT_UPPER = {"sawyer": 4.7124, "ur5e": 6.2832, "cobot7": 3.0543}
 
 
 def test_limb_role_enable_and_move_to_neutral(robot):
@@ -29,8 +31,8 @@ def test_limb_role_enable_and_move_to_neutral(robot):
     m = robot.wait()
     n = len(robot.arm)
     assert len(m.position) == len(m.velocity) == len(m.effort) == len(m.name)
-    cfg = arm_config(robot)
-    assert ("head_pan" in m.name) == bool(cfg.head_joint) and set(robot.arm) <= set(m.name)  # (a UR: no head)
+    arm = ROBOT_ARMS[robot.backend]
+    assert ("head_pan" in m.name) == (arm == "sawyer") and set(robot.arm) <= set(m.name)  # (the others: no head)
     assert ep.wait(5).header.frame_id == "base"
     assert "right_hand" in tips.wait(5).names
     assert rospy.get_param("/manifest/robot_software/version/HLR_VERSION_STRING").startswith("5.3.")
@@ -43,12 +45,10 @@ def test_limb_role_enable_and_move_to_neutral(robot):
     neutral = rospy.get_param("/named_poses/right/poses/neutral")
     assert wait_for(lambda: np.abs(arm_positions(robot) - neutral).max() < TOL, 15,
                     every=lambda: send_positions(cmd, neutral))
-    # the endpoint follows: the arm's neutral right_hand pose (Sawyer's (0.4496, 0.1603, 0.2158); the others' from their
-    # DH tables, test_arms.py)
+    # the endpoint follows: the arm's neutral right_hand pose (Sawyer's; the others' from their DH tables, test_arms.py)
     time.sleep(0.1)
     p = ep.msg.pose.position
-    expected = RobotModel(cfg).fk(np.asarray(cfg.full_pose("neutral")), "right_hand").translation
-    assert (p.x, p.y, p.z) == pytest.approx(tuple(expected), abs=2e-3)
+    assert (p.x, p.y, p.z) == pytest.approx(NEUTRAL_HAND[arm], abs=2e-3)
     for s in (ep, tips, state):
         s.close()
 
@@ -132,7 +132,7 @@ def test_limits_latched_and_estop_cycle(robot):
     lim = Latest("/robot/joint_limits", JointLimits).wait(5)
     n = len(robot.arm)
     assert lim.joint_names[:n] == robot.arm
-    assert lim.position_upper[n - 1] == pytest.approx(arm_config(robot).limits.upper[n - 1])  # (the arm's own)
+    assert lim.position_upper[n - 1] == pytest.approx(LAST_JOINT_UPPER[ROBOT_ARMS[robot.backend]])
     state = Latest("/robot/state", RobotAssemblyState)
     rospy.wait_for_service("/robot/sim/set_estop", 5)
     estop = rospy.ServiceProxy("/robot/sim/set_estop", SetBool)
@@ -223,12 +223,3 @@ def test_kinematics_follow_the_arm_ik_then_move_there(robot):
     time.sleep(0.2)
     assert ep.msg.pose.position.z == pytest.approx(goal.pose.position.z, abs=3e-3)
     ep.close()
-
-
-def arm_config(robot):
-    """The robot config of the arm ``robot``'s launch runs."""
-    import os
-    from conftest import ROBOT_ARMS
-    from intera_compat.config import load_config
-    here = os.path.dirname(os.path.abspath(__file__))
-    return load_config(os.path.join(here, "..", "config", f"{ROBOT_ARMS[robot.backend]}.yaml"))

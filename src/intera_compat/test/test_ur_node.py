@@ -6,21 +6,18 @@ import json
 import socket
 import time
 
-import actionlib
 import numpy as np
 import pytest
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult
-from geometry_msgs.msg import Pose, PoseStamped
+from control_msgs.msg import FollowJointTrajectoryGoal, FollowJointTrajectoryResult
+from geometry_msgs.msg import Pose
 from intera_core_msgs.msg import (EndpointState, InteractionControlCommand, IOComponentCommand, IODeviceStatus,
                                   RobotAssemblyState)
-from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
-                                    WaypointOptions)
-from ros_helpers import Latest, arm_positions, publisher, wait_for
+from ros_helpers import Latest, arm_positions, enabled, joint_motion, publisher, reset_and_enable, wait_for
 from geometry_msgs.msg import Vector3
 from intera_compat.srv import SetPayload, ToolContact
-from std_msgs.msg import Bool, Empty
+from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -43,21 +40,10 @@ def dashboard(*commands: str) -> list[str]:
 
 
 @pytest.fixture
-def ur(robot_ur):
+def ur(launch):
     """(JTAS client, joint_states, /robot/state) of ur_emulator.launch, the robot enabled."""
-    js = robot_ur
-    state = Latest("/robot/state", RobotAssemblyState)
-    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
-    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
-    assert client.wait_for_server(rospy.Duration(60))
-    yield client, js, state
-    state.close()
-
-
-@pytest.fixture
-def robot_ur(launch):
     from conftest import _start_robot
-    yield from _start_robot(launch, "ur")
+    yield from enabled(_start_robot(launch, "ur"))
 
 
 def goal(q0, dq, duration):
@@ -68,15 +54,6 @@ def goal(q0, dq, duration):
         g.trajectory.points.append(JointTrajectoryPoint(positions=list(q0 + s * dq),
                                                         time_from_start=rospy.Duration.from_sec(t)))
     return g
-
-
-def reset_and_enable(state):
-    """RobotEnable.reset() then enable(), as the SDK does them (the emulator's arm powers up at once; a protective
-    stop unlocks 5 s after it happened: the backend retries, and the robot reports itself enabled then)."""
-    reset = publisher("/robot/set_super_reset", Empty)
-    assert wait_for(lambda: not state.msg.stopped, 10, period=0.2, every=lambda: reset.publish())
-    enable = publisher("/robot/set_super_enable", Bool)
-    assert wait_for(lambda: state.msg.enabled, 20, period=0.2, every=lambda: enable.publish(True))
 
 
 def test_the_speed_slider_pauses_a_jtas_goal_and_resuming_finishes_it(ur):
@@ -101,21 +78,7 @@ def test_the_speed_slider_pauses_a_jtas_goal_and_resuming_finishes_it(ur):
 
 def test_the_motion_controller_moves_the_ur_as_go_to_joint_angles_does(ur):
     _, js, _ = ur
-    client = actionlib.SimpleActionClient("/motion/motion_command", MotionCommandAction)
-    assert client.wait_for_server(rospy.Duration(30))
-    q0 = arm_positions(js)
-    target = q0 + np.array([0.3, -0.2, 0.2, 0.0, 0.3, -0.4])
-    wpo = WaypointOptions(label="default", max_joint_speed_ratio=0.5, max_joint_accel=[5.0] * 6,
-                          max_linear_speed=0.6, max_linear_accel=0.6, max_rotational_speed=1.57,
-                          max_rotational_accel=1.57)
-    goal = MotionCommandGoal(command="start", trajectory=Trajectory(
-        label="go_to_joint_angles", joint_names=ARM6, trajectory_options=TrajectoryOptions(interpolation_type="JOINT"),
-        waypoints=[Waypoint(joint_positions=list(q), active_endpoint="right_hand", pose=PoseStamped(), options=wpo)
-                   for q in (q0, target)]))
-    client.send_goal(goal)
-    assert client.wait_for_result(rospy.Duration(30))
-    assert client.get_result().result, client.get_result().errorId
-    assert np.abs(arm_positions(js) - target).max() < 0.01
+    joint_motion(js, ARM6, [0.3, -0.2, 0.2, 0.0, 0.3, -0.4])
 
 
 def test_a_protective_stop_mid_motion_stops_with_an_error_aborts_the_goal_and_reset_recovers(ur):
@@ -254,12 +217,8 @@ def test_a_program_paused_on_the_pendant_holds_the_robot_until_it_plays_again(ur
 
 def test_the_velocity_interface_follows_goals_and_a_disable_stops_the_arm(launch):
     from conftest import _start_robot
-    robot = _start_robot(launch, "ur", "interface:=velocity")
-    js = next(robot)
-    state = Latest("/robot/state", RobotAssemblyState)
-    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
-    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
-    assert client.wait_for_server(rospy.Duration(60))
+    robot = enabled(_start_robot(launch, "ur", "interface:=velocity"))
+    client, js, state = next(robot)
     q0 = arm_positions(js)
     dq = np.array([0.4, -0.2, 0.2, 0.0, 0.0, 0.5])
     client.send_goal(goal(q0, dq, 3.0))
@@ -275,7 +234,6 @@ def test_the_velocity_interface_follows_goals_and_a_disable_stops_the_arm(launch
     assert np.abs(np.array(js.msg.velocity[:6])).max() < 1e-3
     time.sleep(1.0)
     assert np.abs(arm_positions(js) - q_stop).max() < 1e-3  # it stays
-    state.close()
     robot.close()
 
 
@@ -380,14 +338,10 @@ def test_the_torque_interface_on_a_controller_with_direct_torque(launch):
     gravity compensation through directTorque — JTAS goals, the torque arm's impedance (stiffness from a push), and
     a disable mid-motion that stops the arm and holds it."""
     from conftest import _start_robot
-    robot = _start_robot(launch, "ur", "interface:=torque", "version:=5.26.0")
-    js = next(robot)
-    state = Latest("/robot/state", RobotAssemblyState)
+    robot = enabled(_start_robot(launch, "ur", "interface:=torque", "version:=5.26.0"))
+    client, js, state = next(robot)
     tip = Latest("/robot/limb/right/endpoint_state", EndpointState)
-    assert wait_for(lambda: state.msg is not None and state.msg.enabled and tip.msg is not None, 30)
-    assert "motion torque" in dashboard("emulator mode")[0]
-    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
-    assert client.wait_for_server(rospy.Duration(60))
+    assert wait_for(lambda: tip.msg is not None, 10) and "motion torque" in dashboard("emulator mode")[0]
     q0 = arm_positions(js)
     dq = np.array([0.4, -0.2, 0.2, 0.3, -0.3, 0.5])
     client.send_goal(goal(q0, dq, 3.0))
@@ -423,5 +377,4 @@ def test_the_torque_interface_on_a_controller_with_direct_torque(launch):
     time.sleep(1.0)
     assert np.abs(arm_positions(js) - q_stop).max() < 2e-3 and not state.msg.error
     tip.close()
-    state.close()
     robot.close()

@@ -168,3 +168,13 @@ def load_config(path: str | None = None) -> RobotConfig:
         sim=dict(raw.get("sim", {})),
         realtime={**REALTIME_DEFAULTS, **raw.get("realtime", {})},
     )
+
+
+def config_section(cfg: RobotConfig, name: str, cls, overrides: dict | None = None):
+    """The dataclass ``cls`` built from the config's ``name`` section, with ``overrides`` (launch arguments; ""
+    and None mean "the config's") over it; a key ``cls`` does not have is refused, naming the file."""
+    raw = {**dict(cfg.raw.get(name) or {}), **{k: v for k, v in (overrides or {}).items() if v not in ("", None)}}
+    unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"{cfg.path}: {name} has unknown keys {unknown}")
+    return cls(**raw)

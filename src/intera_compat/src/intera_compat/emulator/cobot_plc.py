@@ -39,11 +39,8 @@ import numpy as np
 from asyncua import Server, ua
 from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
-from ..config import load_config
-from ..hardware.base import CommandMode, HardwareCommand, HardwareState
-from ..hardware.sim import SimPositionBackend
 from ..loop.scheduler import sleep_until_next
-from ..model.robot_model import RobotModel
+from .emulated_arm import EmulatedArm
 
 NAMESPACE = "urn:intera_compat:cobot_plc"
 ENDPOINT = "opc.tcp://127.0.0.1:4840/cobot"
@@ -58,19 +55,12 @@ def default_config() -> str:
     return os.path.join(os.path.dirname(__file__), "..", "..", "..", "config", "cobot7.yaml")
 
 
-class CobotPLC:
+class CobotPLC(EmulatedArm):
     """The controller's state and motion (a thread at ``PERIOD``); every public method is thread-safe."""
 
     def __init__(self, config: str | None = None, initial_pose: str = "neutral"):
-        self.cfg = load_config(config or default_config())
-        self.rm = RobotModel(self.cfg)
-        self.n = n = self.cfg.n_arm
-        self.plant = SimPositionBackend(self.rm, self.cfg.full_pose(initial_pose))
-        self.plant.connect()
-        self.state = HardwareState.zeros(len(self.cfg.all_joints))
-        self.plant.read(self.state)
-        self.cmd = HardwareCommand.zeros(len(self.cfg.all_joints), CommandMode.POSITION)
-        self.cmd.position[:] = self.state.position
+        self._init_arm(config or default_config(), initial_pose, "cobot-plc")
+        n = self.n
         lim = self.cfg.limits
         self.lower, self.upper = np.asarray(lim.lower[:n], float), np.asarray(lim.upper[:n], float)
         self.vmax = np.asarray(lim.velocity[:n], float)
@@ -93,19 +83,8 @@ class CobotPLC:
         self._limit = self.vmax.copy()
         self._v_next = np.zeros(n)  # the velocity to pass the next point with
         self._stopping = False
-        self._run = False
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="cobot-plc")
 
     # ---- the arm --------------------------------------------------------------------------------------
-    def start(self) -> None:
-        self._run = True
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._run = False
-        if self._thread.is_alive():
-            self._thread.join(1.0)
-
     def _loop(self) -> None:
         nxt = time.monotonic() + PERIOD
         steps = max(1, int(round(PERIOD / self.plant.period)))
@@ -223,10 +202,9 @@ class CobotPLC:
     def abort(self) -> int:
         with self.lock:
             self._check_call("Abort")
-            if self.mode == MOVING:
+            if self.mode == MOVING:  # (it stays moving until it has braked to rest)
                 self.points = []
                 self._stopping = True
-                self.mode = IDLE if self.unsettled < 0 else MOVING
             return 0
 
     def acknowledge(self) -> int:

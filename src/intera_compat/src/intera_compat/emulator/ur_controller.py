@@ -36,11 +36,10 @@ import time
 import numpy as np
 import pinocchio as pin
 
-from ..config import load_config
-from ..hardware.base import CommandMode, HardwareCommand, HardwareState
+from ..hardware.base import CommandMode
 from ..hardware.sim import SimBackend, SimPositionBackend
 from ..loop.scheduler import sleep_until_next
-from ..model.robot_model import RobotModel
+from .emulated_arm import EmulatedArm
 
 # robot_mode
 NO_CONTROLLER, DISCONNECTED, CONFIRM_SAFETY, BOOTING, POWER_OFF, POWER_ON, IDLE, BACKDRIVE, RUNNING = range(-1, 8)
@@ -78,19 +77,11 @@ def default_config() -> str:
     return os.path.join(os.path.dirname(__file__), "..", "..", "..", "config", "ur5e.yaml")
 
 
-class URController:
+class URController(EmulatedArm):
     """The emulated controller. ``start()`` runs the arm; every public method is thread-safe."""
 
     def __init__(self, config: str | None = None, initial_pose: str = "neutral", version: tuple = VERSION):
-        self.cfg = load_config(config or default_config())
-        self.rm = RobotModel(self.cfg)
-        self.n = self.cfg.n_arm
-        self.plant = SimPositionBackend(self.rm, self.cfg.full_pose(initial_pose))
-        self.plant.connect()
-        self.state = HardwareState.zeros(len(self.cfg.all_joints))
-        self.plant.read(self.state)
-        self.cmd = HardwareCommand.zeros(len(self.cfg.all_joints), CommandMode.POSITION)
-        self.cmd.position[:] = self.state.position
+        self._init_arm(config or default_config(), initial_pose, "ur-controller")
         self.lock = threading.RLock()
         self.version = (tuple(int(x) for x in version) + (0, 0, 0, 0))[:4]  # (RTDE 'v', PolyscopeVersion)
         self._torque = np.zeros(self.n)  # direct torque: the joint torques asked (on top of gravity)
@@ -101,8 +92,6 @@ class URController:
         self.speed_slider = 1.0  # target_speed_fraction
         self.program = "<unnamed>"
         self.t0 = time.monotonic()
-        self._run = False
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="ur-controller")
         self._fid = self.rm.frame_id(self.cfg.tips[0])
         self.out_int = [0] * 48  # output_int_register_N
         self.out_double = [0.0] * 48
@@ -138,15 +127,6 @@ class URController:
         self.analog_out = [0.0, 0.0]
 
     # ---- the arm ------------------------------------------------------------------------------------
-    def start(self) -> None:
-        self._run = True
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._run = False
-        if self._thread.is_alive():
-            self._thread.join(1.0)
-
     def _loop(self) -> None:
         steps = max(1, int(round(PERIOD / self.plant.period)))
         nxt = time.monotonic() + PERIOD

@@ -180,8 +180,9 @@ class Backend(abc.ABC):
         """Hand a whole trajectory (times (k,), positions/velocities/accelerations (k, n)) to the arm."""
         raise NotImplementedError(f"{type(self).__name__} streams: it takes no whole trajectories")
 
-    def waypoint(self, q) -> bool:
-        """``Capability.WAYPOINT``: go to ``q`` (arm joints; a POSITION command's target), the arm's own way."""
+    def waypoint(self, q, speed) -> bool:
+        """``Capability.WAYPOINT``: go to ``q`` (arm joints; a POSITION command's target) at no more than ``speed``
+        (rad/s per joint), the arm's own way."""
         raise NotImplementedError(f"{type(self).__name__} takes no single waypoints")
 
     def cancel(self) -> None:

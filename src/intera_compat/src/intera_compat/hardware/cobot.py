@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..config import config_section
 from ..loop.layouts import ARM_COBOT_SETTINGS, ARM_RESULT_FAILED, ARM_RESULT_OK
 from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
 from ..trajectory.resample import resample
@@ -47,6 +48,8 @@ NODES = {"positions": "Robot.ActualPositions", "velocities": "Robot.ActualVeloci
 PROJECTION_WINDOW = 32  # path segments searched ahead of the last one the arm was on
 WAYPOINT_MOVED = 1e-4  # rad: a POSITION target that moved less is not sent again
 END_MARGIN = 0.01  # s: the arm's time stays this short of a trajectory's end until the arm is done there
+RESET_GRACE = 3.0  # s a reset may take to reconnect and have the PLC's error acknowledged
+WAYPOINT_PERIOD = 0.1  # s: POSITION targets go at most this often
 START_GRACE = 0.5  # s an idle PLC is given after it took a motion before idle means it ended (its variables lag)
 
 
@@ -71,11 +74,7 @@ class CobotSettings:
 
     @classmethod
     def from_config(cls, cfg, overrides: dict | None = None) -> "CobotSettings":
-        raw = {**dict(cfg.raw.get("cobot") or {}), **{k: v for k, v in (overrides or {}).items() if v not in ("", None)}}
-        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"{cfg.path}: cobot has unknown keys {unknown}")
-        s = cls(**raw)
+        s = config_section(cfg, "cobot", cls, overrides)
         bad_nodes = sorted(set(s.nodes) - set(NODES))
         if bad_nodes:
             raise ValueError(f"{cfg.path}: cobot.nodes has unknown keys {bad_nodes}: use {sorted(NODES)}")
@@ -148,10 +147,14 @@ class CobotBackend(Backend):
         self._state = PROGRESS_NONE
         self._deadline = 0.0
         self._seen_moving = False
-        self._calls = 0  # calls posted / answered: done only once the PLC answered the last one
-        self._answered = 0
-        self._answered_at = 0.0
+        self._calls = 0  # calls posted; (the last one answered, when): done only once the PLC answered the last
+        self._answer = (0, 0.0)
+        self._reset_calls = 0  # calls posted before the last reset (their failures no longer count)
+        self._resetting_until = 0.0  # monotonic() until which a reset may still clear the PLC's error / the link
+        self._last_stamp = -1.0
+        self._last_waypoint = 0.0
         self._sent_waypoint = np.full(self.n, np.nan)
+        self._vmax = np.asarray(rm.cfg.limits.velocity[:self.n], float)
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:
@@ -184,7 +187,10 @@ class CobotBackend(Backend):
         nd = self._nodes
         q, v, state, code, text = await self._client.read_values(
             [nd["positions"], nd["velocities"], nd["state"], nd["error_code"], nd["error_text"]])
-        self._rx = (time.monotonic(), np.asarray(q, float), np.asarray(v, float), int(state), int(code), str(text))
+        q, v = np.asarray(q, float), np.asarray(v, float)
+        if q.shape != (self.n,) or v.shape != (self.n,) or not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise ValueError(f"the PLC's positions / velocities are not {self.n} finite numbers: {q}, {v}")
+        self._rx = (time.monotonic(), q, v, int(state), int(code), str(text))
 
     async def _poll(self) -> None:
         period = 1.0 / self.settings.poll_rate
@@ -208,18 +214,22 @@ class CobotBackend(Backend):
                 pass
         self._client = None
 
-    async def _call(self, key: str, *args) -> None:
-        """Method ``key`` on the PLC's object; a refusal (Bad status, a timeout) is a failure."""
+    async def _call(self, key: str, *args, seq: int = 0) -> bool:
+        """Method ``key`` on the PLC's object; a refusal (Bad status, a timeout, anything) is a failure, unless a
+        reset came after the call was posted (``seq``)."""
         from asyncua import ua
 
-        values = [ua.Variant(a, ua.VariantType.Double) if isinstance(a, list) else a for a in args]
         try:
+            values = [ua.Variant(a, ua.VariantType.Double) if isinstance(a, list) else a for a in args]
             out = await self._nodes["object"].call_method(self._nodes[key], *values)
             if isinstance(out, (int, np.integer)) and out != 0:
                 raise RuntimeError(f"answered {out}")
-        except (ua.UaError, RuntimeError, asyncio.TimeoutError, OSError) as e:
-            self._failure = f"{self.settings.nodes[key]} refused: {e!r}"
-            print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
+            return True
+        except Exception as e:  # (whatever it was: the loop must hear of it, never wait for ever)
+            if seq > self._reset_calls:
+                self._failure = f"{self.settings.nodes[key]} refused: {e!r}"
+                print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
+            return False
 
     def _post(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self._aio)
@@ -229,21 +239,25 @@ class CobotBackend(Backend):
         seq = self._calls
 
         async def call():
-            await self._call(key, *args)
-            if seq == self._calls:
-                self._answered, self._answered_at = seq, time.monotonic()
+            try:
+                await self._call(key, *args, seq=seq)
+            finally:
+                self._answer = (seq, time.monotonic())  # (one tuple: the loop never sees a seq with an old time)
         self._post(call())
 
     # ---- connection ---------------------------------------------------------------------------------
     def connect(self) -> None:
         s = self.settings
+        sys.setswitchinterval(0.0005)  # (the OPC UA client shares the interpreter: it yields it to the loop often)
         self._thread.start()
         end = time.monotonic() + s.startup_timeout
         while True:
+            fut = self._post(self._open())
             try:
-                self._post(self._open()).result(s.call_timeout + 1.0)
+                fut.result(s.call_timeout + 1.0)
                 return
             except Exception as e:
+                fut.cancel()  # (never two clients)
                 if time.monotonic() > end:
                     raise RuntimeError(f"no cobot PLC at {s.endpoint} (namespace {s.namespace}) within "
                                        f"{s.startup_timeout:g} s: {e!r}") from e
@@ -270,9 +284,12 @@ class CobotBackend(Backend):
         state.velocity[:n] = v[:n]
         state.effort[:] = 0.0
         now = self.monotonic()
-        if self._state == PROGRESS_ACTIVE:
+        if self._state == PROGRESS_ACTIVE and stamp != self._last_stamp:
+            self._last_stamp = stamp
             self._follow(q[:n], plc_state, stamp, now)
-        if not self._link_ok or now - stamp > self.settings.link_timeout:
+        if now < self._resetting_until and (self._answer[0] < self._calls or self._answer[1] >= stamp):
+            state.fault = 0  # (a reset under way: its reconnect / acknowledgement, and a state read after it)
+        elif not self._link_ok or now - stamp > self.settings.link_timeout:
             state.fault = FAULT_LINK_LOST
         elif plc_state == self.settings.state_values["error"]:
             if text != self._error_told:
@@ -301,18 +318,20 @@ class CobotBackend(Backend):
             j = int(np.argmin(dist))
             self._seg = lo + j
             reached = min(t[lo + j] + u[j] * (t[lo + j + 1] - t[lo + j]), t[-1] - END_MARGIN)  # (the end: once done)
-            self._arm_time = max(self._arm_time, float(reached))
-        if self._answered != self._calls or stamp <= self._answered_at:
-            return  # (the PLC has not answered, or its state predates the answer)
-        if plc_state == self.settings.state_values["moving"]:
-            self._seen_moving = True
-        elif plc_state == self.settings.state_values["idle"] and (self._seen_moving or
-                                                                  stamp > self._answered_at + START_GRACE):
-            off = float(np.abs(q - Q[-1]).max())
-            if off <= self.settings.settle_tolerance:
-                self._state, self._arm_time = PROGRESS_DONE, float(t[-1])
-                return
-            self._failure = f"the arm stopped {off:.4f} rad from the trajectory's last point"
+            if reached > self._arm_time:
+                self._arm_time = float(reached)  # (the arm gets on: a slow PLC is not a failure)
+                self._deadline = max(self._deadline, now + self.settings.settle_timeout + 1.0)
+        seq, answered_at = self._answer
+        if seq == self._calls and stamp > answered_at:  # (the PLC answered, and this state is newer)
+            if plc_state == self.settings.state_values["moving"]:
+                self._seen_moving = True
+            elif plc_state == self.settings.state_values["idle"] and (self._seen_moving or
+                                                                      stamp > answered_at + START_GRACE):
+                off = float(np.abs(q - Q[-1]).max())
+                if off <= self.settings.settle_tolerance:
+                    self._state, self._arm_time = PROGRESS_DONE, float(t[-1])
+                    return
+                self._failure = f"the arm stopped {off:.4f} rad from the trajectory's last point"
         if not self._failure and now > self._deadline:
             self._failure = f"the arm did not settle at the trajectory's last point within {self._allowed:.1f} s"
         if self._failure:
@@ -332,14 +351,26 @@ class CobotBackend(Backend):
         self.cancel()
 
     def reset(self) -> None:
-        """Reconnect a lost link, acknowledge the PLC's error; a failure of ours is forgotten."""
+        """Reconnect a lost link, abort what the PLC may still run (a list it went on with while the link was down),
+        acknowledge its error; a failure of ours is forgotten. Until the acknowledgement is answered and a state
+        read after it (at most ``RESET_GRACE`` s), the PLC's error and the link are not reported."""
         self._failure, self._error_told = "", ""
+        self._reset_calls = self._calls
+        self._resetting_until = self.monotonic() + RESET_GRACE
+        self._calls += 1
+        seq = self._calls
 
         async def reset():
-            if not self._link_ok:
-                await self._close()
-                await self._open()
-            await self._call("acknowledge_error")
+            try:
+                if not self._link_ok:
+                    await self._close()
+                    await self._open()
+                await self._call("abort", seq=0)  # (a PLC in error may refuse it: no failure of ours)
+                await self._call("acknowledge_error", seq=seq)
+            except Exception as e:  # (the reconnect failed: the link stays lost)
+                print(f"[realtime_loop] Cobot: reset: {e!r}", file=sys.stderr, flush=True)
+            finally:
+                self._answer = (seq, time.monotonic())
         self._post(reset())
 
     def request(self, rid: float, code: int, args) -> None:
@@ -365,34 +396,38 @@ class CobotBackend(Backend):
         v = np.array(v, float).reshape(len(t), -1)[:, :self.n]
         if len(t) == 0 or not (np.isfinite(t).all() and np.isfinite(q).all()):
             return False
-        if self.execution_mode == "single_point":
-            key, points = "set_waypoint", q[-1]
-        else:
-            key, points = "execute_list", q[resample(q, self.resampling_delta)]
         speed = np.abs(v).max(axis=0) if np.isfinite(v).all() else np.zeros(self.n)
         if len(t) >= 2:  # (a trajectory without velocities: its steepest secant)
             speed = np.maximum(speed, (np.abs(np.diff(q, axis=0)) / np.maximum(np.diff(t)[:, None], 1e-6)).max(0))
-        self._t, self._q = t, q
+        speed = np.where(speed > 1e-6, speed, self._vmax)  # (a joint that does not move: no limit of ours)
+        keep = [0, len(t) - 1] if self.execution_mode == "single_point" else resample(q, self.resampling_delta)
+        key = "set_waypoint" if self.execution_mode == "single_point" else "execute_list"
+        points = q[-1] if key == "set_waypoint" else q[keep]
+        self._t, self._q = t[keep], q[keep]  # (the path the PLC is given: where the arm is along it)
         self._seg, self._arm_time, self._state, self._seen_moving = 0, 0.0, PROGRESS_ACTIVE, False
         self._allowed = 2.0 * float(t[-1] - t[0]) + self.settings.settle_timeout
         self._deadline = self.monotonic() + self._allowed
         self._posted_call(key, np.ravel(points).tolist(), speed.tolist())
         return True
 
-    def waypoint(self, q: np.ndarray) -> bool:
-        """POSITION mode: one point (SetRobotWaypoint) when the target moved; the PLC's own speed."""
+    def waypoint(self, q: np.ndarray, speed: np.ndarray) -> bool:
+        """POSITION mode: one point (SetRobotWaypoint) at ``speed`` (the loop's: speed ratio × limits) when the
+        target moved; at most every ``WAYPOINT_PERIOD`` s and one call at a time (a moving target: its latest)."""
         q = np.asarray(q, float)[:self.n]
         if not self._enabled or not self._link_ok or not np.isfinite(q).all():
             return False
-        if np.abs(q - self._sent_waypoint).max() <= WAYPOINT_MOVED:  # (NaN: never sent)
+        now = self.monotonic()
+        if np.abs(q - self._sent_waypoint).max() <= WAYPOINT_MOVED or self._answer[0] != self._calls \
+                or now - self._last_waypoint < WAYPOINT_PERIOD:  # (NaN: never sent)
             return True
-        self._sent_waypoint = q.copy()
+        self._sent_waypoint, self._last_waypoint = q.copy(), now
         self._state = PROGRESS_NONE  # (a trajectory it ran is replaced)
-        self._posted_call("set_waypoint", q.tolist(), [])
+        self._posted_call("set_waypoint", q.tolist(), np.asarray(speed, float)[:self.n].tolist())
         return True
 
     def cancel(self) -> None:
-        """Abort what the PLC runs (it brakes and drops the rest)."""
+        """Abort what the PLC runs (it brakes and drops the rest); without a link, the reset that reconnects
+        aborts."""
         self._sent_waypoint[:] = np.nan
         if self._state == PROGRESS_ACTIVE:
             self._state = PROGRESS_NONE

@@ -48,6 +48,7 @@ import numpy as np
 
 from ..safety.faults import (FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST,
                              FAULT_PROTECTIVE_STOP)
+from ..config import config_section
 from ..loop.layouts import (ARM_RESULT_ENABLED, ARM_RESULT_FAILED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED,
                             ARM_SET_PAYLOAD,
                             ARM_TOOL_CONTACT, ARM_ZERO_FT)
@@ -103,11 +104,7 @@ class URSettings:
 
     @classmethod
     def from_config(cls, cfg, overrides: dict | None = None) -> "URSettings":
-        raw = {**dict(cfg.raw.get("ur") or {}), **{k: v for k, v in (overrides or {}).items() if v not in ("", None)}}
-        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"{cfg.path}: ur has unknown keys {unknown}")
-        s = cls(**raw)
+        s = config_section(cfg, "ur", cls, overrides)
         s.rate, s.link_timeout = float(s.rate), float(s.link_timeout)
         if s.interface not in INTERFACES:
             raise ValueError(f"{cfg.path}: ur.interface {s.interface!r}: use one of {', '.join(INTERFACES)}")

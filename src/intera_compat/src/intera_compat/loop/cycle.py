@@ -176,6 +176,7 @@ class LoopCycle:
         self._paced = self._forwarding and backend.paced  # the reference follows the arm's own timing
         self._pace = 1.0
         self._waypoints = self._forwarding and sup(Capability.WAYPOINT)  # POSITION targets go as single waypoints
+        self._wp_speed = np.zeros(cfg.n_arm)
         self._forwarded = 0.0  # the id of the trajectory the arm runs (0: none)
         self._forward_stopping = False
         self._backend_active = None  # the first cycle tells the backend the robot's state
@@ -631,7 +632,9 @@ class LoopCycle:
         if not running:
             self._pace = 1.0
             if self._waypoints and self.robot_active and self.arbiter.active is self.position:
-                self.backend.waypoint(self.position.interp.target)
+                it = self.position.interp  # (at the loop's own speed: the ratio × the joints' limits)
+                np.multiply(it.vmax, max(it.ratio, 0.0), out=self._wp_speed)
+                self.backend.waypoint(it.target, self._wp_speed)
 
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: stay where the arm is, nothing moving."""
@@ -681,6 +684,8 @@ class LoopCycle:
             self.counts["timeouts"] += 1
         if self._own_brakes and arb.active is self.brake:
             self.brake.activate(sp, hw, now)
+        elif self._forwarding and arb.active is self.hold:  # (a trajectory-only arm's controller holds it wherever
+            self.hold.activate(sp, hw, now)  # it stopped — after a cancel, an abort, a reconnect: so does the loop)
         code = arb.update(now, hw, sp, active)
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
                                          or before is self.torque):

@@ -119,4 +119,6 @@ class ArmServices:
             self._cobot = (mode, delta)
             rospy.loginfo(f"Cobot: execution_mode {mode}, resampling_delta {delta:g} rad from the next trajectory")
         else:
-            rospy.logerr(f"Cobot settings not taken: {why}")
+            rospy.logerr(f"Cobot settings not taken: {why}; kept {self._cobot[0]}, {self._cobot[1]:g}")
+            rospy.set_param(COBOT_MODE, self._cobot[0])
+            rospy.set_param(COBOT_DELTA, self._cobot[1])

@@ -1,0 +1,112 @@
+"""The Cobot backend's bookkeeping without a PLC (its calls recorded, the PLC's state fed in): what it sends for a
+trajectory, where the arm is along it, when it is done or failed, a reset's window, POSITION waypoints' pacing.
+(Against the reference PLC over OPC UA: test_cobot_node.py.)"""
+import numpy as np
+import pytest
+
+from intera_compat.config import load_config
+from intera_compat.emulator.cobot_plc import default_config
+from intera_compat.hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, HardwareState
+from intera_compat.hardware.cobot import CobotBackend
+from intera_compat.model import RobotModel
+from intera_compat.safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+
+CFG = load_config(default_config())
+IDLE, MOVING, ERROR = 0, 1, 2
+
+
+class Clock:
+    t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+@pytest.fixture
+def cobot():
+    b = CobotBackend(RobotModel(CFG), {})
+    b.calls = []
+    b.monotonic = Clock()
+
+    def posted(key, *args):  # (answered at once)
+        b._calls += 1
+        b.calls.append((key, args))
+        b._answer = (b._calls, b.monotonic())
+    b._posted_call = posted
+    b._enabled = b._link_ok = True
+    return b
+
+
+def feed(b, q, state, dt=0.01):
+    """One state of the PLC, ``dt`` later, read by the loop."""
+    b.monotonic.t += dt
+    b._rx = (b.monotonic.t, np.asarray(q, float), np.zeros(7), state, 0 if state != ERROR else 9, "")
+    hs = HardwareState.zeros(7)
+    b.read(hs)
+    return hs
+
+
+def trajectory(k=41, T=4.0):
+    t = np.linspace(0.0, T, k)
+    s = 3 * (t / T) ** 2 - 2 * (t / T) ** 3
+    q = np.outer(s, [0.8, 0.0, 0.4, 0.0, 0.0, 0.0, -0.6])
+    v = np.gradient(q, t, axis=0)
+    return t, q, v
+
+
+def test_a_trajectory_goes_resampled_with_its_speeds_and_the_arm_time_follows_the_arm(cobot):
+    t, q, v = trajectory()
+    assert cobot.submit(t, q, v, np.zeros_like(q))
+    key, (points, speed) = cobot.calls[-1]
+    pts = np.reshape(points, (-1, 7))
+    assert key == "execute_list" and 5 <= len(pts) <= 10  # 0.8 rad on j0 at 0.1 rad: ends kept
+    assert pts[0] == pytest.approx(q[0]) and pts[-1] == pytest.approx(q[-1])
+    assert speed[0] == pytest.approx(np.abs(v[:, 0]).max()) and speed[1] == pytest.approx(CFG.limits.velocity[1])
+    times = []
+    for s in np.linspace(0.0, 1.0, 50):  # the arm along the path (its own timing)
+        feed(cobot, q[0] + s * (q[-1] - q[0]), MOVING)
+        times.append(cobot.progress()[1])
+    assert np.all(np.diff(times) >= 0.0) and times[-1] < t[-1]  # monotonic, short of the end until done
+    assert cobot.progress()[0] == PROGRESS_ACTIVE
+    feed(cobot, q[-1], IDLE)
+    assert cobot.progress() == (PROGRESS_DONE, pytest.approx(t[-1]))
+
+
+def test_idle_away_from_the_end_or_no_progress_is_a_failure_and_a_controller_error(cobot):
+    t, q, v = trajectory()
+    cobot.submit(t, q, v, np.zeros_like(q))
+    feed(cobot, q[5], MOVING)
+    hs = feed(cobot, q[10], IDLE)  # it stopped short
+    assert cobot.progress()[0] == PROGRESS_FAILED and hs.fault == FAULT_CONTROLLER_ERROR
+    cobot.reset()
+    cobot.submit(t, q, v, np.zeros_like(q))
+    feed(cobot, q[3], MOVING)
+    feed(cobot, q[3], MOVING, dt=2 * t[-1] + cobot.settings.settle_timeout + 1.0)  # stuck: no progress
+    assert cobot.progress()[0] == PROGRESS_FAILED
+
+
+def test_a_reset_clears_the_plcs_error_within_its_window_and_not_for_ever(cobot):
+    assert feed(cobot, np.zeros(7), ERROR).fault == FAULT_CONTROLLER_ERROR
+    cobot._post = lambda coro: coro.close()  # (the reset's calls: not answered yet)
+    cobot.reset()
+    assert feed(cobot, np.zeros(7), ERROR).fault == 0  # acknowledging: not reported again meanwhile
+    assert feed(cobot, np.zeros(7), ERROR, dt=4.0).fault == FAULT_CONTROLLER_ERROR  # never acknowledged
+    cobot._link_ok = False
+    assert feed(cobot, np.zeros(7), IDLE).fault == FAULT_LINK_LOST
+
+
+def test_position_targets_go_at_the_loops_speed_and_at_most_ten_a_second(cobot):
+    speed = np.full(7, 0.3)
+    feed(cobot, np.zeros(7), IDLE)
+    for k in range(50):  # a target moving every 4 ms for 0.2 s
+        cobot.monotonic.t += 0.004
+        cobot.waypoint(np.full(7, 0.01 * k), speed)
+    sent = [a for key, a in cobot.calls if key == "set_waypoint"]
+    assert 2 <= len(sent) <= 3 and sent[0][1] == pytest.approx(list(speed))
+    cobot.monotonic.t += 0.2
+    cobot.waypoint(np.full(7, 0.49), speed)
+    assert cobot.calls[-1][1][0] == pytest.approx([0.49] * 7)  # the latest
+    n = len(cobot.calls)
+    cobot.waypoint(np.full(7, 0.49), speed)  # unchanged: not again
+    assert len(cobot.calls) == n
+    assert not cobot.waypoint(np.full(7, np.nan), speed)
