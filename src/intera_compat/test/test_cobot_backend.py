@@ -90,7 +90,7 @@ def test_a_reset_clears_the_plcs_error_within_its_window_and_not_for_ever(cobot)
     cobot._post = lambda coro: coro.close()  # (the reset's calls: not answered yet)
     cobot.reset()
     assert feed(cobot, np.zeros(7), ERROR).fault == 0  # acknowledging: not reported again meanwhile
-    assert feed(cobot, np.zeros(7), ERROR, dt=4.0).fault == FAULT_CONTROLLER_ERROR  # never acknowledged
+    assert feed(cobot, np.zeros(7), ERROR, dt=11.0).fault == FAULT_CONTROLLER_ERROR  # never acknowledged
     cobot._link_ok = False
     assert feed(cobot, np.zeros(7), IDLE).fault == FAULT_LINK_LOST
 

@@ -210,9 +210,9 @@ class CobotPLC(EmulatedArm):
     def acknowledge(self) -> int:
         with self.lock:
             self._check_call("AcknowledgeError")
-            if self.mode == ERROR and not self._stopping:
-                self.mode, self.error_code, self.error_text = IDLE, 0, ""
-                self._inp.current_position = self.cmd.position[:self.n].tolist()
+            if self.mode == ERROR:  # (still braking: moving until at rest)
+                self.mode = MOVING if self._stopping else IDLE
+                self.error_code, self.error_text = 0, ""
             return 0
 
     def inject(self, what: str) -> str:

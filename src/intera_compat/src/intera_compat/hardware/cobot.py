@@ -48,7 +48,7 @@ NODES = {"positions": "Robot.ActualPositions", "velocities": "Robot.ActualVeloci
 PROJECTION_WINDOW = 32  # path segments searched ahead of the last one the arm was on
 WAYPOINT_MOVED = 1e-4  # rad: a POSITION target that moved less is not sent again
 END_MARGIN = 0.01  # s: the arm's time stays this short of a trajectory's end until the arm is done there
-RESET_GRACE = 3.0  # s a reset may take to reconnect and have the PLC's error acknowledged
+RESET_GRACE = 10.0  # s a reset may take to reconnect and have the PLC's error acknowledged (a loaded machine)
 WAYPOINT_PERIOD = 0.1  # s: POSITION targets go at most this often
 START_GRACE = 0.5  # s an idle PLC is given after it took a motion before idle means it ended (its variables lag)
 
