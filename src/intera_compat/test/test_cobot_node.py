@@ -53,6 +53,14 @@ def goal(q0, dq, duration, k=21):
     return g
 
 
+def under_way(client, js, dq, duration: float, moved: float) -> np.ndarray:
+    """A goal ``dq`` away over ``duration`` s sent, and the arm ``moved`` rad on its way; where it started."""
+    q0 = arm_positions(js)
+    client.send_goal(goal(q0, dq, duration))
+    assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > moved, 10)
+    return q0
+
+
 def reachable() -> bool:
     try:
         plc("calls")
@@ -92,10 +100,8 @@ def test_the_motion_controller_moves_the_cobot_as_go_to_joint_angles_does(cobot)
 
 def test_cancel_mid_motion_stops_the_arm_and_the_goal_ends_preempted(cobot):
     client, js, state = cobot
-    q0 = arm_positions(js)
     dq = np.array([0.8, 0.0, 0.0, 0.8, 0.0, 0.0, 0.8])
-    client.send_goal(goal(q0, dq, 4.0))
-    assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.2, 10)
+    q0 = under_way(client, js, dq, 4.0, 0.2)
     client.cancel_goal()
     q_cancel = arm_positions(js)
     assert client.wait_for_result(rospy.Duration(10))
@@ -109,10 +115,8 @@ def test_cancel_mid_motion_stops_the_arm_and_the_goal_ends_preempted(cobot):
 
 def test_a_plc_error_stops_the_robot_with_an_error_and_reset_acknowledges_it(cobot):
     client, js, state = cobot
-    q0 = arm_positions(js)
     dq = np.array([0.6, 0.0, 0.3, 0.0, 0.0, 0.0, 0.6])
-    client.send_goal(goal(q0, dq, 3.0))
-    assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.1, 10)
+    under_way(client, js, dq, 3.0, 0.1)
     plc("error 42 axis 3 overload")
     assert wait_for(lambda: state.msg.stopped and state.msg.error, 5)
     assert client.wait_for_result(rospy.Duration(10))
