@@ -10,7 +10,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -80,6 +82,31 @@ def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+LEFT_THREADS = pytest.StashKey[bool]()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A thread that is not a daemon, left running by a test, would keep this process (and CI) waiting for ever
+    after the summary: name it, fail the run, and leave without waiting for it (``pytest_unconfigure``)."""
+    deadline = time.monotonic() + 3.0
+    while True:
+        left = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if left:
+        print(f"\nthreads left running by the tests (not daemons): {[t.name for t in left]}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        session.config.stash[LEFT_THREADS] = True
+
+
+def pytest_unconfigure(config):
+    if config.stash.get(LEFT_THREADS, False):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(pytest.ExitCode.TESTS_FAILED))
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,15 @@
 """The Cobot backend's bookkeeping without a PLC (its calls recorded, the PLC's state fed in): what it sends for a
 trajectory, where the arm is along it, when it is done or failed, a reset's window, POSITION waypoints' pacing.
 (Against the reference PLC over OPC UA: test_cobot_node.py.)"""
+import asyncio
+
 import numpy as np
 import pytest
 
 from intera_compat.config import load_config
 from intera_compat.emulator.cobot_plc import default_config
 from intera_compat.hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, HardwareState
-from intera_compat.hardware.cobot import CobotBackend
+from intera_compat.hardware.cobot import RESET_SETTLE, CobotBackend
 from intera_compat.model import RobotModel
 from intera_compat.safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
 
@@ -33,8 +35,10 @@ def cobot():
         b.calls.append((key, args))
         b._answer = (b._calls, b.monotonic())
     b._posted_call = posted
+    b._post = lambda coro: coro.close()  # (a reset's calls: never answered, unless a test runs them)
     b._enabled = b._link_ok = True
-    return b
+    yield b
+    b._aio.close()
 
 
 def feed(b, q, state, dt=0.01):
@@ -87,12 +91,32 @@ def test_idle_away_from_the_end_or_no_progress_is_a_failure_and_a_controller_err
 
 def test_a_reset_clears_the_plcs_error_within_its_window_and_not_for_ever(cobot):
     assert feed(cobot, np.zeros(7), ERROR).fault == FAULT_CONTROLLER_ERROR
-    cobot._post = lambda coro: coro.close()  # (the reset's calls: not answered yet)
-    cobot.reset()
+    cobot.reset()  # (its calls: not answered)
     assert feed(cobot, np.zeros(7), ERROR).fault == 0  # acknowledging: not reported again meanwhile
     assert feed(cobot, np.zeros(7), ERROR, dt=11.0).fault == FAULT_CONTROLLER_ERROR  # never acknowledged
     cobot._link_ok = False
     assert feed(cobot, np.zeros(7), IDLE).fault == FAULT_LINK_LOST
+
+
+def test_the_plcs_state_just_after_a_reset_was_answered_may_predate_it(cobot):
+    assert feed(cobot, np.zeros(7), ERROR).fault == FAULT_CONTROLLER_ERROR
+    posted = []
+    cobot._post = posted.append
+
+    async def answered(key, *args, seq=0):
+        cobot.calls.append((key, args))
+        return True
+    cobot._call = answered
+    cobot.reset()
+    assert feed(cobot, np.zeros(7), ERROR).fault == 0
+    asyncio.run(posted.pop())  # the PLC answers: aborted, acknowledged
+    assert [key for key, _ in cobot.calls] == ["abort", "acknowledge_error"]
+    assert feed(cobot, np.zeros(7), ERROR, dt=0.1).fault == 0  # (its variables, published before it took)
+    assert feed(cobot, np.zeros(7), IDLE, dt=0.1).fault == 0
+    assert feed(cobot, np.zeros(7), ERROR, dt=RESET_SETTLE).fault == FAULT_CONTROLLER_ERROR  # a new error
+    seq = cobot._answer[0]
+    cobot._answered(seq - 1)  # an earlier call answering late: the latest answered stays
+    assert cobot._answer[0] == seq
 
 
 def test_position_targets_go_at_the_loops_speed_and_at_most_ten_a_second(cobot):

@@ -51,6 +51,7 @@ END_MARGIN = 0.01  # s: the arm's time stays this short of a trajectory's end un
 RESET_GRACE = 10.0  # s a reset may take to reconnect and have the PLC's error acknowledged (a loaded machine)
 WAYPOINT_PERIOD = 0.1  # s: POSITION targets go at most this often
 START_GRACE = 0.5  # s an idle PLC is given after it took a motion before idle means it ended (its variables lag)
+RESET_SETTLE = 0.5  # s after a reset's acknowledgement was answered in which the PLC's variables may predate it
 
 
 @dataclass
@@ -151,6 +152,7 @@ class CobotBackend(Backend):
         self._answer = (0, 0.0)
         self._reset_calls = 0  # calls posted before the last reset (their failures no longer count)
         self._resetting_until = 0.0  # monotonic() until which a reset may still clear the PLC's error / the link
+        self._reset_answered = 0.0  # monotonic() the last reset was answered (inf while under way)
         self._last_stamp = -1.0
         self._last_waypoint = 0.0
         self._sent_waypoint = np.full(self.n, np.nan)
@@ -190,7 +192,7 @@ class CobotBackend(Backend):
         q, v = np.asarray(q, float), np.asarray(v, float)
         if q.shape != (self.n,) or v.shape != (self.n,) or not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise ValueError(f"the PLC's positions / velocities are not {self.n} finite numbers: {q}, {v}")
-        self._rx = (time.monotonic(), q, v, int(state), int(code), str(text))
+        self._rx = (self.monotonic(), q, v, int(state), int(code), str(text))
 
     async def _poll(self) -> None:
         period = 1.0 / self.settings.poll_rate
@@ -242,8 +244,14 @@ class CobotBackend(Backend):
             try:
                 await self._call(key, *args, seq=seq)
             finally:
-                self._answer = (seq, time.monotonic())  # (one tuple: the loop never sees a seq with an old time)
+                self._answered(seq)
         self._post(call())
+
+    def _answered(self, seq: int) -> None:
+        """Call ``seq`` was answered (the client's thread): the latest one answered, and when, as one tuple (the loop
+        never sees a seq with an old time, nor an earlier call that answered late)."""
+        if seq > self._answer[0]:
+            self._answer = (seq, self.monotonic())
 
     # ---- connection ---------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -287,8 +295,8 @@ class CobotBackend(Backend):
         if self._state == PROGRESS_ACTIVE and stamp != self._last_stamp:
             self._last_stamp = stamp
             self._follow(q[:n], plc_state, stamp, now)
-        if now < self._resetting_until and (self._answer[0] < self._calls or self._answer[1] >= stamp):
-            state.fault = 0  # (a reset under way: its reconnect / acknowledgement, and a state read after it)
+        if now < self._resetting_until and stamp < self._reset_answered + RESET_SETTLE:
+            state.fault = 0  # (a reset under way: its reconnect / acknowledgement, and the PLC's state after it)
         elif not self._link_ok or now - stamp > self.settings.link_timeout:
             state.fault = FAULT_LINK_LOST
         elif plc_state == self.settings.state_values["error"]:
@@ -352,11 +360,13 @@ class CobotBackend(Backend):
 
     def reset(self) -> None:
         """Reconnect a lost link, abort what the PLC may still run (a list it went on with while the link was down),
-        acknowledge its error; a failure of ours is forgotten. Until the acknowledgement is answered and a state
-        read after it (at most ``RESET_GRACE`` s), the PLC's error and the link are not reported."""
+        acknowledge its error; a failure of ours is forgotten. Until the acknowledgement is answered and
+        ``RESET_SETTLE`` s of the PLC's state after it (at most ``RESET_GRACE`` s), the PLC's error and the link are
+        not reported."""
         self._failure, self._error_told = "", ""
         self._reset_calls = self._calls
         self._resetting_until = self.monotonic() + RESET_GRACE
+        self._reset_answered = math.inf
         self._calls += 1
         seq = self._calls
 
@@ -370,7 +380,8 @@ class CobotBackend(Backend):
             except Exception as e:  # (the reconnect failed: the link stays lost)
                 print(f"[realtime_loop] Cobot: reset: {e!r}", file=sys.stderr, flush=True)
             finally:
-                self._answer = (seq, time.monotonic())
+                self._reset_answered = self.monotonic()
+                self._answered(seq)
         self._post(reset())
 
     def request(self, rid: float, code: int, args) -> None:
