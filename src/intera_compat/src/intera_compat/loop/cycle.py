@@ -33,6 +33,7 @@ from ..safety.joint_limits import JointLimits, relaxed_range
 from ..safety.robot_state import RobotStateMachine
 from ..safety.torque_guard import TorqueGuard
 from ..sources.base import Setpoint
+from ..sources.head import HeadSource, head_cancellation
 from ..sources.hold import HoldSource, SafetyHold
 from ..sources.position import PositionSource
 from ..sources.stream import StreamSource
@@ -45,8 +46,8 @@ from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
 from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS,
-                      MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_INTERACTION, MSG_RESET,
-                      MSG_SAFETY_ESTOP,
+                      MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_HEAD, MSG_INTERACTION,
+                      MSG_RESET, MSG_SAFETY_ESTOP,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
                       POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
                       SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
@@ -132,7 +133,9 @@ class LoopCycle:
         # sources
         self.brake = HoldSource(everything, lo, hi, vmax, amax, dt, ramp=False)
         self.hold = HoldSource(arm, lo, hi, vmax, amax, dt)
-        head = HoldSource(slice(na, n), lo, hi, vmax, amax, dt) if n > na else None
+        head = self.head = None
+        if n > na:  # the head pan: its own source, HeadPanCommand targets
+            head = self.head = HeadSource(slice(na, n), lo, hi, vmax, amax, dt, *head_cancellation(rm, cfg))
         self.position = PositionSource(arm, lo, hi, vmax, amax, dt)
         self.velocity = VelocitySource(arm, lo, hi, vmax, amax, dt)
         self.torque = TorqueSource(arm, lim.effort, HoldSource(arm, lo, hi, vmax, amax, dt))
@@ -338,6 +341,9 @@ class LoopCycle:
                 self.safety_changed = True
             elif kind == MSG_CUFF:
                 self.zero_g.squeezed = msg[0] > 0.5
+            elif kind == MSG_HEAD:
+                if self.head is not None:
+                    self.head.command(msg[0], msg[1], int(msg[2]))
             elif kind == MSG_ARM_REQUEST:
                 if int(msg[1]) in ARM_WHILE_DISABLED and self.robot_wanted:  # (the controller would stop
                     self.backend.answers.append((msg[0], float(ARM_RESULT_ENABLED), 0.0))  # taking our stream)
@@ -801,6 +807,8 @@ class LoopCycle:
             o.interaction_d[:] = imp.D
             o.interaction_wrench[:] = imp.F
             o.interaction_error[:] = imp.e
+        if self.head is not None:
+            o.head_target[0], o.head_mode[0], o.head_blocked[0] = self.head.target, self.head.mode, self.head.blocked
         rec.publish_local()
 
 

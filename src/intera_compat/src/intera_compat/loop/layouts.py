@@ -27,6 +27,7 @@ MSG_BYPASS = 11  # [seconds (0: end now)]: collision avoidance off for that long
 MSG_CUFF = 12  # [1 squeezed | 0 released]: zero-G while squeezed (unless suppress_cuff_interaction)
 MSG_INTERACTION = 13  # control.interaction.pack: an InteractionControlCommand, validated (latched in the loop)
 MSG_ARM_REQUEST = 14  # [request id, ARM_* code, args...]: a request to the arm's own controller (Backend.request)
+MSG_HEAD = 15  # [target (rad), speed ratio 0..1, pan mode 0..3]: a validated HeadPanCommand (sources.head)
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]
@@ -72,6 +73,8 @@ def state_layout(n: int) -> Layout:
         # effect, the commanded endpoint wrench (interaction-frame axes), reference − actual pose in those axes
         ("interaction_on", 1), ("interaction_engaged", 1), ("interaction_k", 6), ("interaction_d", 6),
         ("interaction_wrench", 6), ("interaction_error", 6),
+        # the head pan (sources.head): where it is heading, its mode, a cancelled yaw out of its reach
+        ("head_target", 1), ("head_mode", 1), ("head_blocked", 1),
     ))
 
 

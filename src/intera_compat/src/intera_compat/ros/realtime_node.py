@@ -35,8 +35,8 @@ from ..loop.channel import Channel
 from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
-from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_INTERACTION, MSG_RESET,
-                            MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
+from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_HEAD, MSG_INTERACTION,
+                            MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
 from ..model.robot_model import RobotModel
@@ -46,6 +46,7 @@ from ..trajectory.client import TrajectoryClient
 from .conversions import pose_msg
 from ..hardware.cobot import cobot_settings
 from .arm_services import ArmServices
+from .head import HeadTopics
 from .interaction import InteractionTopics
 from .io_server import IONodeServer
 from .markers import CollisionMarkers
@@ -149,6 +150,10 @@ class RealtimeLoopNode:
         self._cuff_lock = threading.Lock()
         self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
                                sim=backend in ("sim", "sim_position"))
+        self.head = None
+        if cfg.head_joint:  # the head pan: a joint of the plant, turned by the loop
+            self.head = HeadTopics(lambda w: self._event(MSG_HEAD, w, EVENT_PATIENCE),
+                                   cfg.all_joints.index(cfg.head_joint))
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
         self._diag_prev = None
         self._collisions_seen = 0
@@ -349,6 +354,8 @@ class RealtimeLoopNode:
                     self._publish_endpoint(st, stamp)
                     self._publish_robot_state(st)
                     self.interaction.publish(st, stamp)
+                    if self.head is not None:
+                        self.head.publish(st)
                 if flags & (TICK_STATE_100HZ | TICK_SAFETY):
                     self._publish_safety(st, stamp, bool(flags & TICK_SAFETY))
                 if flags & TICK_DIAGNOSTICS:
