@@ -371,5 +371,10 @@ def test_the_torque_interface_on_a_controller_with_direct_torque(launch):
     q_stop = arm_positions(js)
     time.sleep(1.0)
     assert np.abs(arm_positions(js) - q_stop).max() < 1e-3
+    # enabled again where the controller stopped it (not where the disable found it): nothing pulls it back
+    assert wait_for(lambda: state.msg.enabled, 20, period=0.2, every=lambda: enable.publish(True))
+    assert wait_for(lambda: "motion torque" in dashboard("emulator mode")[0], 5, period=0.1)
+    time.sleep(1.0)
+    assert np.abs(arm_positions(js) - q_stop).max() < 2e-3 and not state.msg.error
     tip.close()
     robot.close()
