@@ -74,10 +74,13 @@ class IODevice:
         self.commands: deque = deque(maxlen=COMMAND_HISTORY)  # (stamp key, response)
         self._seen: set = set()
         self.detail = "{}"
+        self.tag = "ready"  # the device's IOStatus tag (down | ready | busy | unready | error)
         self.version = 0  # bumps on every change a state message must show
         # hardware to write before a set is applied: writer([(signal, value), ...]); a ValueError it raises
         # refuses the command (nothing changes, the error is the response)
         self.writer = None
+        # what a set starts, once applied (before the state that acknowledges it): on_applied([(signal, value)])
+        self.on_applied = None
 
     def value(self, name: str):
         return self.signals[name].value
@@ -92,6 +95,8 @@ class IODevice:
                 self.writer(changes)
             for sig, v in changes:
                 sig.value = v
+            if self.on_applied is not None:
+                self.on_applied(changes)
             err = ""
         except ValueError as e:
             err = str(e)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 
 import rospy
 from intera_core_msgs.msg import (IOComponentCommand, IOComponentConfiguration, IOComponentStatus, IODataStatus,
                                   IODeviceConfiguration, IODeviceStatus, IONodeConfiguration, IONodeStatus, IOStatus)
 
-from ..io.device import IODevice
+from ..io.device import COMMAND_HISTORY, IODevice
 
 _READY = IOStatus(tag=IOStatus.READY, id="", detail="{}")
 ONE_NS = rospy.Duration(0, 1)
@@ -45,16 +46,22 @@ class IODeviceServer:
         self.lock = threading.Lock()
         self.pub_config = rospy.Publisher(f"{base}/config", IODeviceConfiguration, queue_size=1, latch=True)
         self.pub_state = rospy.Publisher(f"{base}/state", IODeviceStatus, queue_size=10, latch=True)
-        cfg = json.dumps(device.config, sort_keys=True)
-        signals = [IOComponentConfiguration(name=s.name, config=json.dumps({"format": json.loads(s.format)}))
-                   for s in device.signals.values()]
-        self.pub_config.publish(IODeviceConfiguration(
-            time=stamp(), commanded=cfg, upgraded=cfg, device=IOComponentConfiguration(name=device.name, config=cfg),
-            ports=[], signals=signals))
+        self.publish_config()
         rospy.Subscriber(f"{base}/command", IOComponentCommand, self._on_command, queue_size=20)
         if sim:
             rospy.Subscriber(f"/robot/sim/io/{device.name}", IOComponentCommand, self._on_sim_input, queue_size=20)
         self.publish_state()
+
+    def publish_config(self) -> None:
+        """The device's configuration (latched, a new time): at start and whenever it changes (a reconfigure)."""
+        with self.lock:
+            d = self.dev
+            cfg = json.dumps(d.config, sort_keys=True)
+            signals = [IOComponentConfiguration(name=s.name, config=json.dumps({"format": json.loads(s.format)}))
+                       for s in d.signals.values()]
+            self.pub_config.publish(IODeviceConfiguration(
+                time=self.stamp(), commanded=cfg, upgraded=cfg, device=IOComponentConfiguration(name=d.name, config=cfg),
+                ports=[], signals=signals))
 
     def _on_command(self, msg: IOComponentCommand) -> None:
         with self.lock:
@@ -86,7 +93,7 @@ class IODeviceServer:
             d = self.dev
             st = IODeviceStatus(
                 time=self.stamp(),
-                device=IOComponentStatus(name=d.name, status=IOStatus(tag=IOStatus.READY, id="", detail=d.detail)),
+                device=IOComponentStatus(name=d.name, status=IOStatus(tag=d.tag, id="", detail=d.detail)),
                 ports=[],
                 signals=[IODataStatus(name=s.name, format=s.format, data=s.data, status=_READY)
                          for s in d.signals.values()],
@@ -98,29 +105,66 @@ class IODeviceServer:
 
 
 class IONodeServer:
-    """A node's devices, plus its node-level config and state, republished at ``rate_hz``."""
+    """A node's devices, plus its node-level config and state (latched), republished at ``rate_hz``.
 
-    def __init__(self, node: str, devices: list[IODevice], on_change=None, rate_hz: float = 5.0, sim: bool = True):
+    ``node_command(op, args)`` (optional) handles ``/io/<node>/command`` (e.g. a ClickSmart's ``activate`` /
+    ``reconfigure``): de-duplicated by ``time``, acknowledged in the node state's ``commands``; a ValueError it
+    raises changes nothing and shows as the node status' ``detail``."""
+
+    def __init__(self, node: str, devices: list[IODevice], on_change=None, rate_hz: float = 5.0, sim: bool = True,
+                 node_command=None):
         self.node = node
         self.stamp = Stamper()
+        self.lock = threading.Lock()
         self.devices = [IODeviceServer(node, d, self.stamp, on_change, sim) for d in devices]
-        self.pub_config = rospy.Publisher(f"/io/{node}/config", IONodeConfiguration, queue_size=1)
-        self.pub_state = rospy.Publisher(f"/io/{node}/state", IONodeStatus, queue_size=1)
+        self.pub_config = rospy.Publisher(f"/io/{node}/config", IONodeConfiguration, queue_size=1, latch=True)
+        self.pub_state = rospy.Publisher(f"/io/{node}/state", IONodeStatus, queue_size=10, latch=True)
         self._node_cfg = IOComponentConfiguration(name=node, config=json.dumps({"type": "RobotNode"}))
-        self._dev_cfgs = [IOComponentConfiguration(name=d.name, config=json.dumps(d.config, sort_keys=True))
-                          for d in devices]
+        self._node_command = node_command
+        self._commands: deque = deque(maxlen=COMMAND_HISTORY)
+        self._detail = "{}"
+        if node_command is not None:
+            rospy.Subscriber(f"/io/{node}/command", IOComponentCommand, self._on_command, queue_size=20)
         self._timer = rospy.Timer(rospy.Duration(1.0 / rate_hz), self._tick)
 
     def device(self, name: str) -> IODeviceServer:
         return next(s for s in self.devices if s.dev.name == name)
 
+    def _on_command(self, msg: IOComponentCommand) -> None:
+        key = (msg.time.secs, msg.time.nsecs)
+        with self.lock:
+            if key in self._commands:
+                return
+            try:
+                args = json.loads(msg.args)
+                if not isinstance(args, dict):
+                    raise ValueError("args must be a JSON object")
+                self._node_command(msg.op, args)
+                self._detail = "{}"
+            except ValueError as e:  # (json's errors are ValueErrors too)
+                self._detail = json.dumps({"last_command_error": f"{msg.op}: {e}"})
+                rospy.logerr(f"/io/{self.node}/command refused: {msg.op}: {e}; nothing changed")
+            self._commands.append(key)
+        self.publish_node()
+
+    def publish_node(self) -> None:
+        """The node's config and state (devices and their tags, recent commands), each with a new time."""
+        with self.lock:
+            devs = [s.dev for s in self.devices]
+            t = self.stamp()
+            self.pub_config.publish(IONodeConfiguration(
+                time=t, node=self._node_cfg, plugins=[],
+                devices=[IOComponentConfiguration(name=d.name, config=json.dumps(d.config, sort_keys=True))
+                         for d in devs]))
+            self.pub_state.publish(IONodeStatus(
+                time=self.stamp(), node=IOComponentStatus(name=self.node, status=IOStatus(
+                    tag=IOStatus.READY, id="", detail=self._detail)),
+                devices=[IOComponentStatus(name=d.name, status=IOStatus(tag=d.tag, id="", detail="{}")) for d in devs],
+                commands=[rospy.Time(secs, nsecs) for secs, nsecs in self._commands]))
+
     def _tick(self, _event) -> None:
         try:
-            t = self.stamp()
-            self.pub_config.publish(IONodeConfiguration(time=t, node=self._node_cfg, devices=self._dev_cfgs, plugins=[]))
-            self.pub_state.publish(IONodeStatus(time=t, node=IOComponentStatus(name=self.node, status=_READY),
-                                                devices=[IOComponentStatus(name=s.dev.name, status=_READY)
-                                                         for s in self.devices], commands=[]))
+            self.publish_node()
             for s in self.devices:
                 s.publish_state()
         except rospy.ROSException:
