@@ -44,6 +44,7 @@ from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from ..safety.faults import describe
 from ..trajectory.client import TrajectoryClient
 from .conversions import pose_msg
+from .digital_io import LegacyDigitalIO
 from ..hardware.cobot import cobot_settings
 from .arm_services import ArmServices
 from .head import HeadTopics
@@ -148,8 +149,10 @@ class RealtimeLoopNode:
         # IO node "robot" (cuff, navigator, lights), in this process like on the robot; the sim presses its buttons
         self._cuff = False  # the level last given to the loop
         self._cuff_lock = threading.Lock()
+        self.digital_io = None
         self.io = IONodeServer("robot", [cuff(), navigator(), lights()], self._on_io_change,
                                sim=backend in ("sim", "sim_position"))
+        self.digital_io = LegacyDigitalIO(self.io, self._on_io_change)  # the same buttons and lights, the old way
         self.head = None
         if cfg.head_joint:  # the head pan: a joint of the plant, turned by the loop
             self.head = HeadTopics(lambda w: self._event(MSG_HEAD, w, EVENT_PATIENCE),
@@ -238,6 +241,8 @@ class RealtimeLoopNode:
         self._event(MSG_SAFETY_ESTOP, 1.0 if msg.data else 0.0, EVENT_PATIENCE)
 
     def _on_io_change(self, dev) -> None:
+        if self.digital_io is not None:
+            self.digital_io.publish()
         if dev.name == "cuff":
             with self._cuff_lock:  # (two subscriber threads change the cuff: compare and post as one)
                 pressed = bool(dev.value("right_cuff"))

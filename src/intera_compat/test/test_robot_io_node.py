@@ -1,0 +1,39 @@
+"""The rest of the robot's IO on the simulated Sawyer: the legacy DigitalIO interface (intera_interface.DigitalIO:
+a component's state within 2 s, set_output re-sent at 100 Hz until the state matches) kept one with the IO
+framework's devices."""
+import json
+
+import pytest
+from intera_core_msgs.msg import DigitalIOState, DigitalOutputCommand, IOComponentCommand, IODeviceStatus
+from ros_helpers import Latest, publisher, wait_for
+
+pytestmark = pytest.mark.node
+
+
+def signal(state_msg, name):
+    return json.loads(next(x for x in state_msg.signals if x.name == name).data)[0]
+
+
+def test_legacy_digital_io_shows_buttons_and_switches_lights(sim):
+    light = Latest("/robot/digital_io/head_green_light/state", DigitalIOState)
+    ok = Latest("/robot/digital_io/right_button_ok/state", DigitalIOState)
+    lights = Latest("/io/robot/robot/state", IODeviceStatus)
+    assert light.wait(2.0) and ok.wait(2.0) and lights.wait(10)  # DigitalIO(): a state within 2 s
+    assert not light.msg.isInputOnly and ok.msg.isInputOnly and ok.msg.state == DigitalIOState.UNPRESSED
+    cmd = publisher("/robot/digital_io/command", DigitalOutputCommand)
+    for on in (True, False, True):  # DigitalIO.set_output: re-sent until the state says so
+        want = DigitalIOState.ON if on else DigitalIOState.OFF
+        msg = DigitalOutputCommand(name="head_green_light", value=on)
+        assert wait_for(lambda: light.msg.state == want, 2.0, every=lambda: cmd.publish(msg))
+        assert wait_for(lambda: signal(lights.msg, "head_green_light") is on, 2.0)  # the same light
+    press = publisher("/robot/sim/io/navigator", IOComponentCommand)  # the sim presses OK on the arm's navigator
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_button_ok": {"data": [1]}}})))
+    assert wait_for(lambda: ok.msg.state == DigitalIOState.PRESSED, 2.0)
+    for bad in (DigitalOutputCommand(name="right_button_ok", value=False),  # input only
+                DigitalOutputCommand(name="no_such_light", value=True)):
+        for _ in range(10):
+            cmd.publish(bad)
+    wait_for(lambda: False, 0.5)
+    assert ok.msg.state == DigitalIOState.PRESSED and light.msg.state == DigitalIOState.ON
+    for holder in (light, ok, lights):
+        holder.close()
