@@ -37,3 +37,51 @@ def test_legacy_digital_io_shows_buttons_and_switches_lights(sim):
     assert ok.msg.state == DigitalIOState.PRESSED and light.msg.state == DigitalIOState.ON
     for holder in (light, ok, lights):
         holder.close()
+
+
+def test_calibration_refuses_with_a_gripper_on(sim):
+    import actionlib
+    import rospy
+    from intera_core_msgs.msg import CalibrationCommandAction, CalibrationCommandGoal, CalibrationCommandResult
+    client = actionlib.SimpleActionClient("/calibration_command", CalibrationCommandAction)
+    assert client.wait_for_server(rospy.Duration(10))  # (calibrate_arm.py waits 10 s)
+    rospy.sleep(1.0)  # (the server hears of the end effector)
+    client.send_goal(CalibrationCommandGoal(command=CalibrationCommandGoal.CALIBRATION_START))
+    assert client.wait_for_result(rospy.Duration(10))
+    res = client.get_result()
+    assert not res.result and res.statusId == CalibrationCommandResult.GRIPPER_ON
+
+
+def test_calibration_visits_its_poses_with_feedback_and_stops_on_stop(launch):
+    import actionlib
+    import numpy as np
+    import rospy
+    from actionlib_msgs.msg import GoalStatus
+    from conftest import _start_robot
+    from intera_core_msgs.msg import CalibrationCommandAction, CalibrationCommandGoal, CalibrationCommandResult
+    from ros_helpers import arm_positions, enabled
+    robot = enabled(_start_robot(launch, "sim", "end_effector:=none"))
+    _, js, _ = next(robot)
+    start = CalibrationCommandGoal(command=CalibrationCommandGoal.CALIBRATION_START)
+    client = actionlib.SimpleActionClient("/calibration_command", CalibrationCommandAction)
+    assert client.wait_for_server(rospy.Duration(10))
+    feedback = []
+    q0 = arm_positions(js)
+    client.send_goal(start, feedback_cb=feedback.append)
+    assert wait_for(lambda: any(f.currentState.startswith("measuring") for f in feedback), 20)
+    moved = np.abs(arm_positions(js) - q0).max()
+    stopper = actionlib.SimpleActionClient("/calibration_command", CalibrationCommandAction)  # calibrate_arm's Ctrl-C
+    stopper.send_goal(CalibrationCommandGoal(command=CalibrationCommandGoal.CALIBRATION_STOP))
+    assert client.wait_for_result(rospy.Duration(10)) and stopper.wait_for_result(rospy.Duration(10))
+    assert client.get_state() == GoalStatus.PREEMPTED and client.get_result().statusId == \
+        CalibrationCommandResult.STOPPED and not client.get_result().result
+    assert stopper.get_result().result and stopper.get_result().statusId == CalibrationCommandResult.STOPPED
+    assert moved > 0.05  # it had gone to its first pose
+    feedback.clear()
+    client.send_goal(start, feedback_cb=feedback.append)
+    assert client.wait_for_result(rospy.Duration(90))
+    res = client.get_result()
+    assert res.result and res.statusId == CalibrationCommandResult.SUCCESS
+    numbers = [f.currentPoseNumber for f in feedback]
+    assert numbers == sorted(numbers) and numbers[-1] == feedback[-1].numberOfPoses >= 5
+    robot.close()
