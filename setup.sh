@@ -20,7 +20,8 @@ APT_PKGS="cmake g++ python3-venv python3-pip python3-yaml
   ros-diagnostic-msgs libdiagnostic-msgs-dev ros-visualization-msgs libvisualization-msgs-dev
   python3-std-msgs python3-geometry-msgs python3-sensor-msgs python3-actionlib-msgs
   python3-trajectory-msgs python3-std-srvs python3-diagnostic-msgs python3-visualization-msgs
-  ros-robot-state-publisher"
+  ros-robot-state-publisher python3-tf2-ros
+  libegl1 libegl-mesa0 libgl1-mesa-dri"  # (the last three: MuJoCo's headless rendering, MUJOCO_GL=egl)
 SDK_APT="python3-tf python3-cv-bridge libcv-bridge-dev python3-dynamic-reconfigure
   libdynamic-reconfigure-config-init-mutex-dev"
 [ "$WITH_SDK" = 1 ] && APT_PKGS="$APT_PKGS $SDK_APT"

@@ -126,5 +126,5 @@ def build_mjcf(rm: RobotModel, obstacles=()) -> str:
 
 
 def load_mujoco(rm: RobotModel, obstacles=()) -> mujoco.MjModel:
-    """Compile the plant; actuator i and the joint addresses follow config order."""
+    """Compile the plant; actuator i follows config order, joint addresses the body tree (map them by name)."""
     return mujoco.MjModel.from_xml_string(build_mjcf(rm, obstacles))

@@ -112,7 +112,7 @@ class IONodeServer:
     raises changes nothing and shows as the node status' ``detail``."""
 
     def __init__(self, node: str, devices: list[IODevice], on_change=None, rate_hz: float = 5.0, sim: bool = True,
-                 node_command=None):
+                 node_command=None, plugins=()):
         self.node = node
         self.stamp = Stamper()
         self.lock = threading.Lock()
@@ -121,6 +121,7 @@ class IONodeServer:
         self.pub_state = rospy.Publisher(f"/io/{node}/state", IONodeStatus, queue_size=10, latch=True)
         self._node_cfg = IOComponentConfiguration(name=node, config=json.dumps({"type": "RobotNode"}))
         self._node_command = node_command
+        self._plugins = list(plugins)  # IOComponentConfiguration (e.g. the camera plugin's params.cameras)
         self._commands: deque = deque(maxlen=COMMAND_HISTORY)
         self._detail = "{}"
         if node_command is not None:
@@ -153,7 +154,7 @@ class IONodeServer:
             devs = [s.dev for s in self.devices]
             t = self.stamp()
             self.pub_config.publish(IONodeConfiguration(
-                time=t, node=self._node_cfg, plugins=[],
+                time=t, node=self._node_cfg, plugins=self._plugins,
                 devices=[IOComponentConfiguration(name=d.name, config=json.dumps(d.config, sort_keys=True))
                          for d in devs]))
             self.pub_state.publish(IONodeStatus(

@@ -1,0 +1,81 @@
+"""The cameras as intera_interface's Cameras and camera_display.py use them: the node config's camera plugin, each
+camera's device, exposure and gain set and acknowledged, streaming one camera at a time, images of the configured
+size and encoding on image_rect_color (head, bgr8) / image_rect (hand, mono8) and image_raw, rendered from the
+simulated world (the head camera's view turns with the head)."""
+import json
+
+import numpy as np
+import pytest
+import rospy
+from intera_core_msgs.msg import HeadPanCommand, IOComponentCommand, IODeviceConfiguration, IODeviceStatus, \
+    IONodeConfiguration
+from ros_helpers import Latest, publisher, wait_for
+from sensor_msgs.msg import Image
+
+pytestmark = pytest.mark.node
+CAM = "/io/internal_camera"
+
+
+def value(state, name):
+    return json.loads(next(x for x in state.signals if x.name == name).data)[0]
+
+
+class Camera:
+    def __init__(self, name):
+        self.name = name
+        self.config = Latest(f"{CAM}/{name}/config", IODeviceConfiguration)
+        self.state = Latest(f"{CAM}/{name}/state", IODeviceStatus)
+        self.pub = publisher(f"{CAM}/{name}/command", IOComponentCommand)
+        assert self.config.wait(20).time.secs != 0 and self.state.wait(10)
+
+    def set(self, signal, v, kind) -> str:
+        stamp = rospy.Time.now()
+        cmd = IOComponentCommand(time=stamp, op="set", args=json.dumps(
+            {"signals": {signal: {"format": {"type": kind}, "data": [v]}}}))
+        assert wait_for(lambda: stamp in self.state.msg.commands, 5, period=0.1, every=lambda: self.pub.publish(cmd))
+        return self.state.msg.responses[list(self.state.msg.commands).index(stamp)]
+
+    def get(self, signal):
+        return value(self.state.msg, signal)
+
+
+def frame(img):
+    ch = 3 if img.encoding == "bgr8" else 1
+    return np.frombuffer(img.data, np.uint8).reshape(img.height, img.width, ch).astype(float)
+
+
+def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
+    assert set(rospy.get_param("/robot_config/camera_config")) == {"head_camera", "right_hand_camera"}
+    node = Latest(f"{CAM}/config", IONodeConfiguration)
+    cams = {c["name"]: c for p in node.wait(20).plugins for c in json.loads(p.config)["params"]["cameras"]}
+    assert set(cams) == {"head_camera", "right_hand_camera"}  # Cameras(): _get_camera_launch_config
+    head, hand = Camera("head_camera"), Camera("right_hand_camera")
+    assert head.set("set_exposure", 50.0, "float") == "" and head.get("set_exposure") == 50.0  # -x 50
+    assert head.set("set_gain", 10, "int") == "" and head.get("set_gain") == 10  # -g 10
+    assert "must lie in" in hand.set("set_gain", 300, "int")  # (a Cognex: 0..255)
+    color = Latest(f"{CAM}/head_camera/image_rect_color", Image)
+    raw = Latest(f"{CAM}/head_camera/image_raw", Image)
+    assert head.set("camera_streaming", True, "bool") == "" and head.get("camera_streaming") is True
+    img = color.wait(20)
+    assert (img.encoding, img.width, img.height) == ("bgr8", 960, 600) and raw.wait(5).encoding == "bgr8"
+    before = frame(img)
+    assert before.std() > 5.0  # a scene, not a blank
+    n = color.count
+    assert wait_for(lambda: color.count >= n + 5, 5)  # streaming at its rate (10 Hz)
+    pan = publisher("/robot/head/command_head_pan", HeadPanCommand)
+    cmd = HeadPanCommand(target=-1.0, speed_ratio=1.0, pan_mode=HeadPanCommand.SET_ACTIVE_MODE)
+    assert wait_for(lambda: False, 2.0, every=lambda: pan.publish(cmd)) is False
+    assert np.abs(frame(color.msg) - before).mean() > 5.0  # the head turned: so did its view
+    # one camera at a time: the hand camera is refused while the head camera streams (the client stops it first)
+    assert "one camera at a time" in hand.set("camera_streaming", True, "bool")
+    assert head.set("camera_streaming", False, "bool") == ""
+    n = color.count
+    rospy.sleep(0.5)
+    assert color.count <= n + 1  # stopped
+    mono = Latest(f"{CAM}/right_hand_camera/image_rect", Image)
+    assert hand.set("camera_streaming", True, "bool") == ""
+    img = mono.wait(20)
+    assert (img.encoding, img.width, img.height) == ("mono8", 752, 480) and frame(img).std() > 1.0
+    assert hand.set("camera_streaming", False, "bool") == ""
+    for holder in (node, color, raw, mono, head.config, head.state, hand.config, hand.state):
+        holder.close()
