@@ -21,6 +21,7 @@ from ..kinematics import IKSolver
 from ..model.robot_model import RobotModel
 from ..kinematics.pose import in_base, se3
 from .conversions import pose_msg
+from .urdf_fragments import UrdfFragmentWatcher
 
 
 
@@ -35,9 +36,16 @@ class KinematicsNode:
         self.current = cfg.full_pose("neutral")  # until the first joint_states arrives
         self.lock = threading.Lock()  # pinocchio data is not shared between service threads
         rospy.Subscriber("/robot/joint_states", JointState, self._on_js, queue_size=1)
+        UrdfFragmentWatcher(cfg, self._on_model)  # (the one that logs refusals)
         ns = f"/ExternalTools/{cfg.limb}/PositionKinematicsNode"
         rospy.Service(f"{ns}/FKService", SolvePositionFK, self.handle_fk)
         rospy.Service(f"{ns}/IKService", SolvePositionIK, self.handle_ik)
+
+    def _on_model(self, rm, _links) -> None:
+        """A URDF fragment came: its links are tips (the IK solver rebuilt on the new model)."""
+        ik = IKSolver(rm, seed=int(rospy.get_param("~ik_seed", 0)))
+        with self.lock:
+            self.rm, self.ik = rm, ik
 
     def _on_js(self, msg: JointState) -> None:
         q = self.current.copy()

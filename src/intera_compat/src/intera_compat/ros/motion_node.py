@@ -32,6 +32,7 @@ from ..sources import trajectory as T
 from .conversions import pose_msg
 from .interaction import pack_message
 from .loop_trajectory import LoopTrajectory
+from .urdf_fragments import UrdfFragmentWatcher
 
 HAVE_NOT_REACHED_FIRST_WAYPOINT = MotionCommandResult.HAVE_NOT_REACHED_FIRST_WAYPOINT
 GENERAL_TRAJECTORY_FAILURE = MotionCommandResult.GENERAL_TRAJECTORY_FAILURE
@@ -89,6 +90,7 @@ class MotionControllerNode:
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
         self.planner = MotionPlanner(cfg)
         self.rm = self.planner.rm
+        UrdfFragmentWatcher(cfg, self._on_model, log=False)  # (a fragment's links: tips of Cartesian motions)
         self.arm = list(cfg.joint_names)
         self.n = len(self.arm)
         self.all_joints = cfg.all_joints
@@ -127,6 +129,11 @@ class MotionControllerNode:
         rospy.loginfo("motion controller ready on /motion/motion_command")
 
     # ---- subscribers (store only) ------------------------------------------------------------
+    def _on_model(self, rm, _links) -> None:
+        """A URDF fragment came: a new planner on the model with its links (a plan under way keeps the old one)."""
+        planner = MotionPlanner(self.cfg, rm)
+        self.planner, self.rm = planner, rm
+
     def _on_joint_states(self, msg: JointState) -> None:
         try:
             self.q = np.array([msg.position[msg.name.index(j)] for j in self.all_joints])

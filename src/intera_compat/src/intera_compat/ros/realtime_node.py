@@ -53,6 +53,7 @@ from .io_server import IONodeServer
 from .markers import CollisionMarkers
 from .ros_control_bridge import RosControlBridge
 from .trajectory_server import ExecuteTrajectoryServer
+from .urdf_fragments import UrdfFragmentWatcher
 from .wrench import WrenchEstimator
 
 SUPPRESS_TOPICS = {
@@ -158,6 +159,10 @@ class RealtimeLoopNode:
             self.head = HeadTopics(lambda w: self._event(MSG_HEAD, w, EVENT_PATIENCE),
                                    cfg.all_joints.index(cfg.head_joint))
         self.wrench = WrenchEstimator(self.rm, cfg.tips[0])
+        # URDF fragments' links, tips of tip_states too (their model: kinematics only; the loop's dynamics keep
+        # the arm's own)
+        self._fragment_tips = (None, [])
+        UrdfFragmentWatcher(cfg, lambda rm, links: setattr(self, "_fragment_tips", (rm, list(links))), log=False)
         self._diag_prev = None
         self._collisions_seen = 0
         self._safety_div = 0
@@ -402,12 +407,13 @@ class RealtimeLoopNode:
         sea.hystState = 0.0
         self.pub_sea.publish(sea)
 
-    def _endpoint(self, q, v, tip, stamp, wrench=None) -> EndpointState:
+    def _endpoint(self, q, v, tip, stamp, wrench=None, rm=None) -> EndpointState:
+        rm = rm or self.rm
         es = EndpointState()
         es.header.stamp = stamp
         es.header.frame_id = self.cfg.base_frame
-        es.pose = pose_msg(self.rm.fk(q, tip))
-        tw = self.rm.frame_velocity(q, v, tip)
+        es.pose = pose_msg(rm.fk(q, tip))
+        tw = rm.frame_velocity(q, v, tip)
         es.twist = Twist()
         es.twist.linear.x, es.twist.linear.y, es.twist.linear.z = tw.linear
         es.twist.angular.x, es.twist.angular.y, es.twist.angular.z = tw.angular
@@ -427,8 +433,10 @@ class RealtimeLoopNode:
         tips = EndpointStates()
         tips.header.stamp = stamp
         tips.header.frame_id = self.cfg.base_frame
-        tips.names = list(self.cfg.tips)
-        tips.states = [ep] + [self._endpoint(q, v, t, stamp) for t in self.cfg.tips[1:]]
+        rm, extra = self._fragment_tips  # (one tuple, swapped whole by the /robot/urdf subscriber)
+        tips.names = list(self.cfg.tips) + extra
+        tips.states = ([ep] + [self._endpoint(q, v, t, stamp) for t in self.cfg.tips[1:]]
+                       + [self._endpoint(q, v, t, stamp, rm=rm) for t in extra])
         self.pub_tips.publish(tips)
 
     def _publish_robot_state(self, st):
