@@ -85,3 +85,49 @@ def test_calibration_visits_its_poses_with_feedback_and_stops_on_stop(launch):
     numbers = [f.currentPoseNumber for f in feedback]
     assert numbers == sorted(numbers) and numbers[-1] == feedback[-1].numberOfPoses >= 5
     robot.close()
+
+
+def test_gripper_cuff_control_closes_the_gripper_on_the_cuff_button(sim):
+    """gripper_cuff_control.py's shape: the cuff's upper button (pressed by the sim) → the gripper closes and the
+    red lights go on; the lower button → it opens, green lights."""
+    import rospy
+    from test_end_effector_node import Device
+    cuff = Latest("/io/robot/cuff/state", IODeviceStatus)
+    lights = Latest("/io/robot/robot/state", IODeviceStatus)
+    assert cuff.wait(10) and lights.wait(10)
+    g = Device("right_gripper")
+    if not g.get("is_calibrated"):  # get_current_gripper_interface → Gripper(calibrate=needs_init)
+        assert g.set("calibrate", True, "bool") == ""
+        assert wait_for(lambda: g.get("is_calibrated"), 5)
+    light_pub = publisher("/io/robot/robot/command", IOComponentCommand)
+
+    def set_light(name, on):  # Lights.set_light_state: re-sent until acknowledged
+        stamp = rospy.Time.now()
+        cmd = IOComponentCommand(time=stamp, op="set", args=json.dumps(
+            {"signals": {name: {"format": {"type": "bool"}, "data": [on]}}}))
+        assert wait_for(lambda: stamp in lights.msg.commands, 5, period=0.1, every=lambda: light_pub.publish(cmd))
+
+    press = publisher("/robot/sim/io/cuff", IOComponentCommand)
+    for button, target, color in (("right_button_upper", 0.0, "red"), ("right_button_lower", 0.041667, "green")):
+        press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {button: {"data": [1]}}})))
+        assert wait_for(lambda: signal(cuff.msg, button) == 1, 2.0)  # (the script polls the cuff at 10 Hz)
+        assert g.set("position_m", target, "float") == ""  # close() / open()
+        for part in ("head", "right_hand"):
+            set_light(f"{part}_{color}_light", True)
+        press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {button: {"data": [0]}}})))
+        assert wait_for(lambda: abs(g.get("position_response_m") - target) < 1e-4 and not g.get("is_moving"), 3)
+        assert signal(lights.msg, f"head_{color}_light") is True and signal(lights.msg, f"right_hand_{color}_light")
+    g.close()
+
+
+def test_navigator_io_sees_every_button_and_the_wheel(sim):
+    """navigator_io.py's shape: the six right_button_* and right_wheel, each change in a state with a new time."""
+    nav = Latest("/io/robot/navigator/state", IODeviceStatus)
+    assert nav.wait(10)
+    press = publisher("/robot/sim/io/navigator", IOComponentCommand)
+    for name, v in [(f"right_button_{b}", 1) for b in ("back", "circle", "ok", "show", "square", "triangle")] + \
+            [("right_wheel", 17), ("right_wheel", 250)]:
+        t = nav.msg.time
+        press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {name: {"data": [v]}}})))
+        assert wait_for(lambda: signal(nav.msg, name) == v and nav.msg.time > t, 2.0), name
+    nav.close()
