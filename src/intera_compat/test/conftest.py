@@ -84,29 +84,46 @@ def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
                 pass
 
 
-LEFT_THREADS = pytest.StashKey[bool]()
+LEFT_THREADS = pytest.StashKey[int]()  # the exit status, when threads were left
+_THREAD_OWNERS: dict = {}  # a thread that is not a daemon → the test it first showed up after
+
+
+def _lingering() -> list:
+    """Threads that would keep the interpreter from exiting (an idle ThreadPoolExecutor worker does not: the
+    executor's atexit hook ends it)."""
+    return [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+            and not t.name.startswith("ThreadPoolExecutor")]
+
+
+def pytest_runtest_teardown(item, nextitem):
+    for t in _lingering():
+        _THREAD_OWNERS.setdefault(t, item.nodeid)
 
 
 def pytest_sessionfinish(session, exitstatus):
     """A thread that is not a daemon, left running by a test, would keep this process (and CI) waiting for ever
-    after the summary: name it, fail the run, and leave without waiting for it (``pytest_unconfigure``)."""
+    after the summary: name it and the test it came from, fail the run, and leave without waiting for it
+    (``pytest_unconfigure``)."""
     deadline = time.monotonic() + 3.0
     while True:
-        left = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+        left = _lingering()
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     if left:
-        print(f"\nthreads left running by the tests (not daemons): {[t.name for t in left]}", file=sys.stderr)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        session.config.stash[LEFT_THREADS] = True
+        names = [f"{t.name} (after {_THREAD_OWNERS.get(t, 'the session')})" for t in left]
+        print(f"\nthreads left running by the tests (not daemons): {names}", file=sys.stderr)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        session.config.stash[LEFT_THREADS] = int(session.exitstatus)
 
 
 def pytest_unconfigure(config):
-    if config.stash.get(LEFT_THREADS, False):
+    status = config.stash.get(LEFT_THREADS, None)
+    if status is not None:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(int(pytest.ExitCode.TESTS_FAILED))
+        os._exit(status)
 
 
 @pytest.fixture(scope="session")

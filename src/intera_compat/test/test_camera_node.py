@@ -39,6 +39,10 @@ class Camera:
         return value(self.state.msg, signal)
 
 
+def status(state, name):
+    return next(x for x in state.signals if x.name == name).status.tag
+
+
 def frame(img):
     ch = 3 if img.encoding == "bgr8" else 1
     return np.frombuffer(img.data, np.uint8).reshape(img.height, img.width, ch).astype(float)
@@ -52,7 +56,10 @@ def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
     head, hand = Camera("head_camera"), Camera("right_hand_camera")
     assert head.set("set_exposure", 50.0, "float") == "" and head.get("set_exposure") == 50.0  # -x 50
     assert head.set("set_gain", 10, "int") == "" and head.get("set_gain") == 10  # -g 10
-    assert "must lie in" in hand.set("set_gain", 300, "int")  # (a Cognex: 0..255)
+    assert "must lie in" in hand.set("set_gain", 300, "int")  # (a Cognex: 0..255) ...
+    assert status(hand.state.msg, "set_gain") == "error"  # ... which Cameras.set_gain reads as a failure
+    assert hand.set("set_gain", 100, "int") == "" and status(hand.state.msg, "set_gain") == "ready"
+    assert "auto" in head.set("set_exposure", -0.5, "float") and head.get("set_exposure") == 50.0
     color = Latest(f"{CAM}/head_camera/image_rect_color", Image)
     raw = Latest(f"{CAM}/head_camera/image_raw", Image)
     assert head.set("camera_streaming", True, "bool") == "" and head.get("camera_streaming") is True
@@ -61,7 +68,7 @@ def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
     before = frame(img)
     assert before.std() > 5.0  # a scene, not a blank
     n = color.count
-    assert wait_for(lambda: color.count >= n + 5, 5)  # streaming at its rate (10 Hz)
+    assert wait_for(lambda: color.count >= n + 10, 5)  # streaming (10 Hz configured; ≥ 2 Hz on a loaded VM)
     pan = publisher("/robot/head/command_head_pan", HeadPanCommand)
     cmd = HeadPanCommand(target=-1.0, speed_ratio=1.0, pan_mode=HeadPanCommand.SET_ACTIVE_MODE)
     assert wait_for(lambda: False, 2.0, every=lambda: pan.publish(cmd)) is False

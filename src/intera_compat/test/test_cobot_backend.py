@@ -9,7 +9,7 @@ import pytest
 from intera_compat.config import load_config
 from intera_compat.emulator.cobot_plc import default_config
 from intera_compat.hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, HardwareState
-from intera_compat.hardware.cobot import RESET_SETTLE, CobotBackend
+from intera_compat.hardware.cobot import CobotBackend
 from intera_compat.model import RobotModel
 from intera_compat.safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
 
@@ -113,10 +113,31 @@ def test_the_plcs_state_just_after_a_reset_was_answered_may_predate_it(cobot):
     assert [key for key, _ in cobot.calls] == ["abort", "acknowledge_error"]
     assert feed(cobot, np.zeros(7), ERROR, dt=0.1).fault == 0  # (its variables, published before it took)
     assert feed(cobot, np.zeros(7), IDLE, dt=0.1).fault == 0
-    assert feed(cobot, np.zeros(7), ERROR, dt=RESET_SETTLE).fault == FAULT_CONTROLLER_ERROR  # a new error
+    assert feed(cobot, np.zeros(7), ERROR, dt=cobot.settings.reset_settle).fault == FAULT_CONTROLLER_ERROR  # new
     seq = cobot._answer[0]
     cobot._answered(seq - 1)  # an earlier call answering late: the latest answered stays
     assert cobot._answer[0] == seq
+
+
+def test_a_refused_acknowledgement_is_an_error_at_once_and_a_late_reset_does_not_end_a_newer_ones_window(cobot):
+    feed(cobot, np.zeros(7), ERROR)
+    posted = []
+    cobot._post = posted.append
+
+    async def refused(key, *args, seq=0):
+        if key == "acknowledge_error":
+            cobot._failure = "AcknowledgeError refused"  # (what _call records for a call after the reset)
+            return False
+        return True
+    cobot._call = refused
+    cobot.reset()
+    first = posted.pop()
+    cobot.reset()  # a second reset before the first answered
+    asyncio.run(first)  # the first answers late (refused): the second's window stays open ...
+    cobot._failure = ""
+    assert feed(cobot, np.zeros(7), ERROR, dt=2.0).fault == 0
+    asyncio.run(posted.pop())  # ... the second's acknowledgement is refused: reported at once
+    assert feed(cobot, np.zeros(7), ERROR, dt=0.01).fault == FAULT_CONTROLLER_ERROR
 
 
 def test_position_targets_go_at_the_loops_speed_and_at_most_ten_a_second(cobot):

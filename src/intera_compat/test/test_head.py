@@ -71,9 +71,27 @@ def test_active_cancellation_keeps_the_heads_yaw_while_j0_turns(head):
     src.command(-1.0, 1.0, NO_MODE_CHANGE)  # a pan of 1.0 (or -5.28) would do: out of reach, as near as it goes
     run(src, hw, sp, 4.0, j0=lambda t: -2.0)
     assert src.blocked and hw.position[H] == pytest.approx(CFG.limits.upper[H])
+    for k in range(200):  # j0 jitters about the gap's middle: the head stays at the limit it is at (no sweep)
+        hw.position[0] = -2.0 - 0.14 + (-1) ** k * 1e-3
+        run(src, hw, sp, 0.005)
+    assert src.blocked and hw.position[H] == pytest.approx(CFG.limits.upper[H])
     src.command(-0.5, 1.0, ACTIVE)  # back to a pan angle
     run(src, hw, sp, 3.0)
     assert hw.position[H] == pytest.approx(-0.5, abs=1e-6) and not src.blocked
+
+
+def test_after_the_brakes_the_head_stays_where_it_is_whatever_its_mode(head):
+    src, hw, sp = head
+    src.command(0.3, 1.0, ACTIVE_CANCELLATION)
+    run(src, hw, sp, 2.0)
+    hw.position[0] = 0.5  # (j0 moved while the robot was disabled)
+    src.activate(sp, hw, 0.0)
+    sp.q[H] = hw.position[H]
+    pan = hw.position[H]
+    run(src, hw, sp, 1.0, j0=lambda t: 0.5)
+    assert hw.position[H] == pytest.approx(pan, abs=1e-6)  # the yaw it has now is the one it keeps
+    run(src, hw, sp, 2.0, j0=lambda t: 0.2)
+    assert hw.position[0] + hw.position[H] == pytest.approx(0.5 + pan, abs=1e-4)
 
 
 @pytest.mark.parametrize("fields, words", [

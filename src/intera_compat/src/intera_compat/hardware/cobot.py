@@ -51,7 +51,6 @@ END_MARGIN = 0.01  # s: the arm's time stays this short of a trajectory's end un
 RESET_GRACE = 10.0  # s a reset may take to reconnect and have the PLC's error acknowledged (a loaded machine)
 WAYPOINT_PERIOD = 0.1  # s: POSITION targets go at most this often
 START_GRACE = 0.5  # s an idle PLC is given after it took a motion before idle means it ended (its variables lag)
-RESET_SETTLE = 0.5  # s after a reset's acknowledgement was answered in which the PLC's variables may predate it
 
 
 @dataclass
@@ -72,6 +71,7 @@ class CobotSettings:
     settle_timeout: float = 5.0  # s beyond twice a trajectory's duration before it is a failure
     call_timeout: float = 2.0  # s a method call may take
     startup_timeout: float = 20.0  # s to reach the PLC and read its state
+    reset_settle: float = 1.0  # s after a reset was answered in which the PLC's variables may still predate it
 
     @classmethod
     def from_config(cls, cfg, overrides: dict | None = None) -> "CobotSettings":
@@ -84,7 +84,7 @@ class CobotSettings:
         check_mode(s.execution_mode)
         s.resampling_delta = check_delta(s.resampling_delta)
         for name in ("rate", "poll_rate", "link_timeout", "settle_tolerance", "settle_timeout", "call_timeout",
-                     "startup_timeout"):
+                     "startup_timeout", "reset_settle"):
             v = float(getattr(s, name))
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"{cfg.path}: cobot.{name} {getattr(s, name)!r}: a number > 0")
@@ -153,6 +153,7 @@ class CobotBackend(Backend):
         self._reset_calls = 0  # calls posted before the last reset (their failures no longer count)
         self._resetting_until = 0.0  # monotonic() until which a reset may still clear the PLC's error / the link
         self._reset_answered = 0.0  # monotonic() the last reset was answered (inf while under way)
+        self._reset_seq = 0  # the last reset's call (an earlier one answering late does not end its window)
         self._last_stamp = -1.0
         self._last_waypoint = 0.0
         self._sent_waypoint = np.full(self.n, np.nan)
@@ -295,7 +296,9 @@ class CobotBackend(Backend):
         if self._state == PROGRESS_ACTIVE and stamp != self._last_stamp:
             self._last_stamp = stamp
             self._follow(q[:n], plc_state, stamp, now)
-        if now < self._resetting_until and stamp < self._reset_answered + RESET_SETTLE:
+        if self._failure:  # (a refused acknowledgement too: at once)
+            state.fault = FAULT_CONTROLLER_ERROR
+        elif now < min(self._resetting_until, self._reset_answered + self.settings.reset_settle):
             state.fault = 0  # (a reset under way: its reconnect / acknowledgement, and the PLC's state after it)
         elif not self._link_ok or now - stamp > self.settings.link_timeout:
             state.fault = FAULT_LINK_LOST
@@ -303,8 +306,6 @@ class CobotBackend(Backend):
             if text != self._error_told:
                 self._error_told = text
                 print(f"[realtime_loop] Cobot: the PLC is in error {code}: {text}", file=sys.stderr, flush=True)
-            state.fault = FAULT_CONTROLLER_ERROR
-        elif self._failure:
             state.fault = FAULT_CONTROLLER_ERROR
         else:
             state.fault = 0
@@ -361,14 +362,14 @@ class CobotBackend(Backend):
     def reset(self) -> None:
         """Reconnect a lost link, abort what the PLC may still run (a list it went on with while the link was down),
         acknowledge its error; a failure of ours is forgotten. Until the acknowledgement is answered and
-        ``RESET_SETTLE`` s of the PLC's state after it (at most ``RESET_GRACE`` s), the PLC's error and the link are
-        not reported."""
+        ``reset_settle`` s of the PLC's state after it (at most ``RESET_GRACE`` s), the PLC's error and the link are
+        not reported (a refused acknowledgement is, at once)."""
         self._failure, self._error_told = "", ""
         self._reset_calls = self._calls
         self._resetting_until = self.monotonic() + RESET_GRACE
         self._reset_answered = math.inf
         self._calls += 1
-        seq = self._calls
+        seq = self._reset_seq = self._calls
 
         async def reset():
             try:
@@ -380,7 +381,8 @@ class CobotBackend(Backend):
             except Exception as e:  # (the reconnect failed: the link stays lost)
                 print(f"[realtime_loop] Cobot: reset: {e!r}", file=sys.stderr, flush=True)
             finally:
-                self._reset_answered = self.monotonic()
+                if seq == self._reset_seq:
+                    self._reset_answered = self.monotonic()
                 self._answered(seq)
         self._post(reset())
 

@@ -64,6 +64,15 @@ def coerce(sig: Signal, value):
     raise ValueError(f"signal '{sig.name}' is {t}, got {value!r}")
 
 
+def _named(args) -> list:
+    """The signal names a ``set`` command's args name (none if they do not parse)."""
+    try:
+        a = json.loads(args)
+        return list(a["signals"]) if isinstance(a, dict) and isinstance(a.get("signals"), dict) else []
+    except (TypeError, ValueError):
+        return []
+
+
 class IODevice:
     """One device (``/io/<node>/<name>``): its signals, recent command stamps and responses."""
 
@@ -75,6 +84,7 @@ class IODevice:
         self._seen: set = set()
         self.detail = "{}"
         self.tag = "ready"  # the device's IOStatus tag (down | ready | busy | unready | error)
+        self.signal_errors: dict[str, str] = {}  # signal → why the last set of it was refused (its status: error)
         self.version = 0  # bumps on every change a state message must show
         # hardware to write before a set is applied: writer([(signal, value), ...]); a ValueError it raises
         # refuses the command (nothing changes, the error is the response)
@@ -100,6 +110,12 @@ class IODevice:
             err = ""
         except ValueError as e:
             err = str(e)
+        for name in _named(args):  # (the signals a command names show whether their last set took)
+            if name in self.signals:
+                if err:
+                    self.signal_errors[name] = err
+                else:
+                    self.signal_errors.pop(name, None)
         if len(self.commands) == COMMAND_HISTORY:
             self._seen.discard(self.commands[0][0])
         self.commands.append((stamp, err))

@@ -12,7 +12,8 @@ Behaviour, as a robot user expects of the real one:
 * An object (the simulator's ``object_width_m`` input) stops closing fingers at its width: ``is_gripping`` and
   ``force_response_n`` (the holding force) while the target lies beyond the object by more than ``dead_zone_m``.
 * ``has_error`` is set by the simulator (``has_error`` input); a moving gripper in error stops.
-* ``right_gripper_tip_object_kg`` (0–``PAYLOAD_MAX`` kg) is kept for the arm's model.
+* ``right_gripper_tip_object_kg`` (0–``PAYLOAD_MAX`` kg) is kept and read back (not added to the arm's
+  dynamics: the simulated plant carries no tool).
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ DEAD_ZONE_RANGE = (0.0, 0.01)  # m
 PAYLOAD_MAX = 4.0  # kg (Sawyer's rated payload)
 HOLD_FORCE = 20.0  # N: what the fingers press an object with
 CALIBRATION_SPEED = 0.05  # m/s the fingers open at while calibrating
-REBOOT_TIME = 0.5  # s busy after a reboot
 
 
 class GripperDevice(IODevice):
@@ -70,7 +70,6 @@ class ElectricGripper:
         self.object_width: float | None = None
         self.position = 0.0  # where the fingers are (m, 0 closed), before calibration: unknown to the user
         self._calibrating = False
-        self._busy = 0.0  # s of reboot left
 
     def _sig(self, name):
         return self.device.signals[name]
@@ -93,7 +92,6 @@ class ElectricGripper:
                 sig.value = False
                 d["is_calibrated"].value = d["has_error"].value = d["calibrate"].value = False
                 self._calibrating = False
-                self._busy = REBOOT_TIME
                 d["position_m"].value = self.position
             elif sig.name == "calibrate" and v:
                 self._calibrating = True
@@ -106,8 +104,6 @@ class ElectricGripper:
         d = self.device.signals
         before = (d["is_moving"].value, d["is_gripping"].value, d["is_calibrated"].value, d["calibrate"].value,
                   round(self.position, 5), d["force_response_n"].value)
-        if self._busy > 0.0:
-            self._busy = max(0.0, self._busy - dt)
         moving = False
         if d["has_error"].value:
             self._calibrating = False
@@ -119,7 +115,7 @@ class ElectricGripper:
                 d["calibrate"].value = False
                 d["is_calibrated"].value = True
                 d["position_m"].value = MAX_POSITION
-        elif d["is_calibrated"].value and d["go"].value and self._busy == 0.0:
+        elif d["is_calibrated"].value and d["go"].value:
             target = d["position_m"].value
             stop = max(target, self.object_width) if self.object_width is not None and \
                 self.object_width <= self.position + 1e-9 else target

@@ -341,8 +341,8 @@ class LoopCycle:
                 self.safety_changed = True
             elif kind == MSG_CUFF:
                 self.zero_g.squeezed = msg[0] > 0.5
-            elif kind == MSG_HEAD:
-                if self.head is not None:
+            elif kind == MSG_HEAD:  # (not while the brakes hold: the client re-sends until the head is there)
+                if self.head is not None and self.robot_active:
                     self.head.command(msg[0], msg[1], int(msg[2]))
             elif kind == MSG_ARM_REQUEST:
                 if int(msg[1]) in ARM_WHILE_DISABLED and self.robot_wanted:  # (the controller would stop
@@ -807,8 +807,11 @@ class LoopCycle:
             o.interaction_d[:] = imp.D
             o.interaction_wrench[:] = imp.F
             o.interaction_error[:] = imp.e
-        if self.head is not None:
-            o.head_target[0], o.head_mode[0], o.head_blocked[0] = self.head.target, self.head.mode, self.head.blocked
+        head = self.head
+        if head is not None:  # (braked: heading nowhere)
+            braked = active is self.brake
+            o.head_target[0] = hw.position[self.n - 1] if braked else head.target  # (the head: the last joint)
+            o.head_mode[0], o.head_blocked[0] = head.mode, head.blocked and not braked
         rec.publish_local()
 
 

@@ -6,11 +6,13 @@ calibration, simulated — it visits ``POSES`` poses around neutral through the 
   does: the client checks too), with ``calibrationFailure`` while the robot is not enabled; ``Success`` at the end.
 * ``stop`` (calibrate_arm.py's Ctrl-C) — or a cancel — stops a calibration under way: it ends ``Stopped`` (the arm
   stops on its path); the stop goal itself succeeds with ``Stopped``.
-* A motion that fails (disabled, stopped, a collision) ends the calibration ``incomplete``, saying why.
+* A motion that fails (disabled, stopped, a collision) ends the calibration ``incomplete``, saying why; a straight
+  path to the next pose that would make the arm collide with itself is not taken (``plannerFailure``).
+* The simulated Sawyer's only (sawyer_sim.launch): on another arm there is no calibration to run.
 """
 from __future__ import annotations
 
-import threading
+import time
 
 import actionlib
 import numpy as np
@@ -22,6 +24,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..config import load_config
+from ..model.robot_model import RobotModel
 
 R = CalibrationCommandResult
 # offsets from neutral (rad, arm joints in order; shorter rows pad with 0): the poses the arm visits
@@ -30,6 +33,7 @@ POSES = ((0.3, -0.2, 0.0, 0.3, 0.0, -0.3, 0.5), (-0.3, -0.2, 0.2, 0.2, 0.3, 0.0,
          (-0.2, 0.1, -0.3, 0.3, -0.2, 0.2, -0.8), (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
 SPEED_RATIO = 0.3  # of each joint's velocity limit
 MEASURE = 0.5  # s the arm stands still at each pose
+PATH_STEP = 0.02  # rad: the straight path to a pose is checked for self-collision at least this finely
 
 
 def move_duration(dq: np.ndarray, vmax: np.ndarray, ratio: float = SPEED_RATIO) -> float:
@@ -47,21 +51,31 @@ class CalibrationServer:
         self.lower, self.upper = np.asarray(cfg.limits.lower[:n]), np.asarray(cfg.limits.upper[:n])
         self.poses = [np.clip(self.neutral + np.r_[p, np.zeros(n)][:n], self.lower, self.upper)
                       for p in POSES]
+        self.rm = RobotModel(cfg)
+        self.all = list(cfg.all_joints)
         self._js = self._state = self._ee = None
         rospy.Subscriber("/robot/joint_states", JointState, self._on_js, queue_size=1)
         rospy.Subscriber("/robot/state", RobotAssemblyState, lambda m: setattr(self, "_state", m), queue_size=1)
         rospy.Subscriber("/io/end_effector/state", IONodeStatus, lambda m: setattr(self, "_ee", m), queue_size=1)
         self.motion = actionlib.SimpleActionClient(f"/robot/limb/{cfg.limb}/execute_trajectory",
                                                    ExecuteTrajectoryAction)
-        self._stop = threading.Event()
         self.server = actionlib.SimpleActionServer("/calibration_command", CalibrationCommandAction, self._execute,
                                                    auto_start=False)
-        self.server.register_preempt_callback(self._stop.set)
         self.server.start()
 
     def _on_js(self, msg: JointState) -> None:
-        if all(j in msg.name for j in self.arm):
-            self._js = np.array([msg.position[msg.name.index(j)] for j in self.arm])
+        if all(j in msg.name for j in self.all):
+            self._js = np.array([msg.position[msg.name.index(j)] for j in self.all])  # (config order, head too)
+
+    def _stopped(self, seconds: float = 0.0) -> bool:
+        """A stop / cancel (or a newer goal) asked for, waiting up to ``seconds`` for one."""
+        end = time.monotonic() + seconds
+        while True:
+            if self.server.is_preempt_requested() or rospy.is_shutdown():
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.02)
 
     def _end(self, ok: bool, status: str, message: str = "") -> None:
         res = R(result=ok, statusId=status)
@@ -75,7 +89,6 @@ class CalibrationServer:
             self.server.set_aborted(res, message or status)
 
     def _execute(self, goal: CalibrationCommandGoal) -> None:
-        self._stop.clear()
         if goal.command == CalibrationCommandGoal.CALIBRATION_STOP:
             return self._end(True, R.STOPPED, "nothing more runs")
         if goal.command != CalibrationCommandGoal.CALIBRATION_START:
@@ -96,7 +109,7 @@ class CalibrationServer:
                 return failed
             fb.currentState = f"measuring at pose {k}"
             self.server.publish_feedback(fb)
-            if self._stop.wait(MEASURE):
+            if self._stopped(MEASURE):
                 return self._end(False, R.STOPPED, "stopped")
         fb.currentPoseNumber, fb.currentState = len(self.poses), "done"
         self.server.publish_feedback(fb)
@@ -104,7 +117,16 @@ class CalibrationServer:
 
     def _move(self, pose: np.ndarray):
         """To ``pose`` through the loop: None once there, or what ended the calibration (already answered)."""
-        q0 = self._js.copy()
+        full = self._js.copy()
+        q0 = full[:len(self.arm)]
+        steps = max(2, int(np.ceil(np.abs(pose - q0).max() / PATH_STEP)) + 1)
+        path = np.tile(full, (steps, 1))
+        path[:, :len(self.arm)] = q0 + np.linspace(0.0, 1.0, steps)[:, None] * (pose - q0)
+        if self._stopped():
+            return self._end(False, R.STOPPED, "stopped")
+        if self.rm.first_collision(path) >= 0:
+            return self._end(False, R.PLANNER_FAILURE, "the straight path to the next pose would collide with the "
+                                                       "arm itself (move it to neutral first)")
         T = move_duration(pose - q0, self.vmax)
         zero = [0.0] * len(self.arm)
         jt = JointTrajectory(joint_names=self.arm, points=[
@@ -114,7 +136,7 @@ class CalibrationServer:
                                  time_from_start=rospy.Duration.from_sec(T))])
         self.motion.send_goal(ExecuteTrajectoryGoal(trajectory=jt, time_scaling=1.0))
         while not self.motion.wait_for_result(rospy.Duration(0.05)):
-            if self._stop.is_set() or rospy.is_shutdown():
+            if self._stopped():
                 self.motion.cancel_goal()
                 self.motion.wait_for_result(rospy.Duration(5.0))
                 return self._end(False, R.STOPPED, "stopped")

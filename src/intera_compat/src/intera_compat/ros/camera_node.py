@@ -70,6 +70,8 @@ class CameraNode:
         self.q = cfg.full_pose("neutral")
         self._index = None
         self.devices = {name: camera_device(name, spec) for name, spec in self.specs.items()}
+        self._stream_lock = threading.Lock()
+        self._streamer = None  # the camera streaming (or claimed by a set being applied)
         for dev in self.devices.values():
             dev.writer = lambda changes, dev=dev: self._check(dev, changes)
         plugin = IOComponentConfiguration(name="camera_plugin", config=json.dumps(
@@ -87,12 +89,21 @@ class CameraNode:
         self._thread.start()
 
     def _check(self, dev: IODevice, changes) -> None:
-        """One camera streams at a time (the client stops the other first)."""
+        """A set before it is applied: auto (-1) or a value in the driver's range; one camera streams at a time
+        (the client stops the other first) — claimed here, under one lock for every camera."""
+        spec = self.specs[dev.name]
         for sig, v in changes:
-            if sig.name == "camera_streaming" and v:
-                other = [n for n, d in self.devices.items() if d is not dev and d.value("camera_streaming")]
-                if other:
-                    raise ValueError(f"camera_streaming: {other[0]} streams (one camera at a time: stop it first)")
+            if sig.name in ("set_exposure", "set_gain") and spec.color and v != AUTO:
+                lo = spec.exposure[0] if sig.name == "set_exposure" else spec.gain[0]
+                if v < lo:
+                    raise ValueError(f"signal '{sig.name}' is {AUTO} (auto) or at least {lo:g}, got {v!r}")
+        for sig, v in changes:
+            if sig.name == "camera_streaming":
+                with self._stream_lock:
+                    if v and self._streamer not in (None, dev.name):
+                        raise ValueError(f"camera_streaming: {self._streamer} streams (one camera at a time: stop "
+                                         f"it first)")
+                    self._streamer = dev.name if v else (None if self._streamer == dev.name else self._streamer)
 
     def _on_js(self, msg: JointState) -> None:
         names = self.cfg.all_joints

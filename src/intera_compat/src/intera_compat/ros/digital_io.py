@@ -4,6 +4,8 @@ and light of an IO node's devices as a component ``/robot/digital_io/<name>/stat
 (DigitalOutputCommand) through the same devices the IO framework serves — one state, two interfaces."""
 from __future__ import annotations
 
+import threading
+
 import rospy
 from intera_core_msgs.msg import DigitalIOState, DigitalOutputCommand
 
@@ -23,17 +25,19 @@ class LegacyDigitalIO:
         self.pubs = {name: rospy.Publisher(f"/robot/digital_io/{name}/state", DigitalIOState, queue_size=1,
                                            latch=True) for name in self.components}
         self._last: dict = {}
+        self._lock = threading.Lock()  # (the timer and the subscribers publish: a newer state never overtaken)
         rospy.Subscriber("/robot/digital_io/command", DigitalOutputCommand, self._on_command, queue_size=10)
         self.publish(force=True)
         self._timer = rospy.Timer(rospy.Duration(1.0 / RATE_HZ), lambda _: self.publish(force=True))
 
     def publish(self, force: bool = False) -> None:
         """Each component's state (those that changed, or all)."""
-        for name, (_, sig) in self.components.items():
-            on = int(bool(sig.value))
-            if force or self._last.get(name) != on:
-                self._last[name] = on
-                self.pubs[name].publish(DigitalIOState(state=on, isInputOnly=not sig.writable))
+        with self._lock:
+            for name, (_, sig) in self.components.items():
+                on = int(bool(sig.value))
+                if force or self._last.get(name) != on:
+                    self._last[name] = on
+                    self.pubs[name].publish(DigitalIOState(state=on, isInputOnly=not sig.writable))
 
     def _on_command(self, msg: DigitalOutputCommand) -> None:
         comp = self.components.get(msg.name)
@@ -47,7 +51,8 @@ class LegacyDigitalIO:
             return
         with srv.lock:
             srv.dev.set_inputs({msg.name: bool(msg.value) if sig.type == "bool" else int(msg.value)})
-        if self.on_change is not None:
-            self.on_change(srv.dev)
         srv.publish_state()
-        self.publish()
+        if self.on_change is not None:
+            self.on_change(srv.dev)  # (which publishes the legacy states too)
+        else:
+            self.publish()

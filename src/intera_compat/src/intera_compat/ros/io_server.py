@@ -95,7 +95,9 @@ class IODeviceServer:
                 time=self.stamp(),
                 device=IOComponentStatus(name=d.name, status=IOStatus(tag=d.tag, id="", detail=d.detail)),
                 ports=[],
-                signals=[IODataStatus(name=s.name, format=s.format, data=s.data, status=_READY)
+                signals=[IODataStatus(name=s.name, format=s.format, data=s.data, status=_READY if s.name not in
+                                      d.signal_errors else IOStatus(tag=IOStatus.ERROR, id="", detail=json.dumps(
+                                          {"last_command_error": d.signal_errors[s.name]})))
                          for s in d.signals.values()],
                 commands=[rospy.Time(secs, nsecs) for (secs, nsecs), _ in d.commands],
                 responses=[err for _, err in d.commands])

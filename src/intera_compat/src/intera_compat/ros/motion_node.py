@@ -90,7 +90,7 @@ class MotionControllerNode:
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
         self.planner = MotionPlanner(cfg)
         self.rm = self.planner.rm
-        UrdfFragmentWatcher(cfg, self._on_model, log=False)  # (a fragment's links: tips of Cartesian motions)
+        self._next_model = None  # (planner, model) with the URDF fragments, for the next goal
         self.arm = list(cfg.joint_names)
         self.n = len(self.arm)
         self.all_joints = cfg.all_joints
@@ -99,6 +99,7 @@ class MotionControllerNode:
         self.loop = LoopTrajectory(L, keepalive_timeout=keepalive)
         self.interaction_limits = InteractionLimits.from_config(cfg.control.get("interaction"))
         self.lock = threading.Condition()
+        UrdfFragmentWatcher(cfg, self._on_model, log=False)  # (a fragment's links: tips of Cartesian motions)
         self.pending = None  # the next goal handle to serve
         self.current = None  # the goal handle being served
         self.interrupt = False  # the current goal must stop (new goal or cancel)
@@ -130,9 +131,11 @@ class MotionControllerNode:
 
     # ---- subscribers (store only) ------------------------------------------------------------
     def _on_model(self, rm, _links) -> None:
-        """A URDF fragment came: a new planner on the model with its links (a plan under way keeps the old one)."""
+        """A URDF fragment came: a planner on the model with its links, taken by the worker before its next goal
+        (a goal is checked and planned on one model)."""
         planner = MotionPlanner(self.cfg, rm)
-        self.planner, self.rm = planner, rm
+        with self.lock:
+            self._next_model = (planner, rm)
 
     def _on_joint_states(self, msg: JointState) -> None:
         try:
@@ -192,6 +195,8 @@ class MotionControllerNode:
                     self.lock.wait(0.1)
                 gh, self.pending = self.pending, None
                 self.current, self.interrupt = gh, False
+                if self._next_model is not None:
+                    (self.planner, self.rm), self._next_model = self._next_model, None
             if gh is None:
                 return
             try:
@@ -275,6 +280,8 @@ class MotionControllerNode:
         while True:
             try:
                 sea = self._arm_state()
+                if self.q is None:  # (subscribed a moment ago: the joint states come with the arm's state)
+                    raise MotionError(E.CONTROLLER_NOT_FOLLOWING, "no /robot/joint_states: is the robot running?")
             except MotionError:  # (a node just started, or a loaded machine's stall: wait for it as for rest)
                 if time.monotonic() > end:
                     raise
@@ -288,8 +295,6 @@ class MotionControllerNode:
                                   f"the arm is still moving ({self.arm[j]} at {sea.commanded_velocity[j]:.3g} rad/s "
                                   f"{REST_WAIT:.0f} s after the request): another command source is driving it?")
             time.sleep(0.01)
-        if self.q is None:
-            raise MotionError(E.CONTROLLER_NOT_FOLLOWING, "no /robot/joint_states: is the robot running?")
         q = self.q.copy()
         q[:self.n] = sea.commanded_position
         return q

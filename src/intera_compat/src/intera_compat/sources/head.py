@@ -42,8 +42,8 @@ class HeadSource(PositionSource):
 
     def command(self, target: float, speed_ratio: float, mode: int) -> None:
         """A validated HeadPanCommand (finite target, ratio in [0, 1], mode 0..3)."""
-        if mode != NO_MODE_CHANGE:
-            self.mode = ACTIVE_CANCELLATION if mode == ACTIVE_CANCELLATION and self.j0 is not None else ACTIVE
+        if mode != NO_MODE_CHANGE:  # (PASSIVE holds its target like ACTIVE: the sim's head has no give)
+            self.mode = ACTIVE if mode == ACTIVE_CANCELLATION and self.j0 is None else mode
         self.set_ratio(speed_ratio)
         if self.mode == ACTIVE_CANCELLATION:
             self.yaw = target  # (the pan follows in update())
@@ -67,12 +67,23 @@ class HeadSource(PositionSource):
         for cand in (want, want - TWO_PI, want + TWO_PI):
             if lo <= cand <= hi and (blocked or abs(cand - now) < abs(best - now)):
                 best, blocked = cand, False
-        if blocked:  # (the yaw falls in the pan's gap: the limit nearer to it in angle)
-            best = hi if abs(math.remainder(want - hi, TWO_PI)) <= abs(math.remainder(want - lo, TWO_PI)) else lo
+        if blocked:  # (the yaw falls in the pan's gap: the limit nearer to it in angle, the one it is at kept while
+            # it stays in the gap — never a sweep across the whole range because j0 jittered about the gap's middle)
+            if now in (lo, hi):
+                best = now
+            else:
+                best = hi if abs(math.remainder(want - hi, TWO_PI)) <= abs(math.remainder(want - lo, TWO_PI)) else lo
         self.blocked = blocked
         if abs(best - now) > RETARGET:  # (j0's measurement noise does not restart the interpolator every cycle)
             self._pan[0] = best
             self.interp.set_target(self._pan)
+
+    def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        """After the brakes: the head stays where it is (a cancelled yaw becomes the one it has now)."""
+        super().activate(sp, hw, now)
+        self.blocked = False
+        if self.mode == ACTIVE_CANCELLATION:
+            self.yaw = self.yaw_offset + float(hw.position[self.j0]) + float(self.interp.target[0])
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         if self.mode == ACTIVE_CANCELLATION:
