@@ -107,7 +107,7 @@ class IODeviceServer:
 
 
 class IONodeServer:
-    """A node's devices, plus its node-level config and state (latched), republished at ``rate_hz``.
+    """A node's devices, plus its node-level config and state, published at ``rate_hz`` and on changes.
 
     ``node_command(op, args)`` (optional) handles ``/io/<node>/command`` (e.g. a ClickSmart's ``activate`` /
     ``reconfigure``): de-duplicated by ``time``, acknowledged in the node state's ``commands``; a ValueError it
@@ -119,8 +119,11 @@ class IONodeServer:
         self.stamp = Stamper()
         self.lock = threading.Lock()
         self.devices = [IODeviceServer(node, d, self.stamp, on_change, sim) for d in devices]
-        self.pub_config = rospy.Publisher(f"/io/{node}/config", IONodeConfiguration, queue_size=1, latch=True)
-        self.pub_state = rospy.Publisher(f"/io/{node}/state", IONodeStatus, queue_size=10, latch=True)
+        # not latched, as on the robot (5 Hz and on changes): a client that waits for the node's state before its
+        # one node command (SimpleClickSmartGripper.initialize's activate) then waits long enough for its new
+        # publisher to be connected; latched, the state came at once and the command went to nobody
+        self.pub_config = rospy.Publisher(f"/io/{node}/config", IONodeConfiguration, queue_size=1)
+        self.pub_state = rospy.Publisher(f"/io/{node}/state", IONodeStatus, queue_size=10)
         self._node_cfg = IOComponentConfiguration(name=node, config=json.dumps({"type": "RobotNode"}))
         self._node_command = node_command
         self._plugins = list(plugins)  # IOComponentConfiguration (e.g. the camera plugin's params.cameras)
