@@ -22,7 +22,7 @@ APT_PKGS="cmake g++ python3-venv python3-pip python3-yaml
   python3-trajectory-msgs python3-std-srvs python3-diagnostic-msgs python3-visualization-msgs
   ros-robot-state-publisher python3-tf2-ros
   libegl1 libegl-mesa0 libgl1-mesa-dri"  # (the last three: MuJoCo's headless rendering, MUJOCO_GL=egl)
-SDK_APT="python3-tf python3-cv-bridge libcv-bridge-dev python3-dynamic-reconfigure
+SDK_APT="python3-tf python3-cv-bridge libcv-bridge-dev python3-dynamic-reconfigure python3-pykdl python3-tf-conversions
   libdynamic-reconfigure-config-init-mutex-dev"
 [ "$WITH_SDK" = 1 ] && APT_PKGS="$APT_PKGS $SDK_APT"
 
@@ -42,6 +42,10 @@ if [ ! -f "$stamp" ] || ! sha1sum -c --status "$stamp" 2>/dev/null; then
 fi
 if [ "$WITH_SDK" = 1 ]; then
   .venv/bin/pip install -q --disable-pip-version-check -r requirements-sdk.txt -c requirements.txt
+  # PyYAML 5.x's yaml.load default for the SDK's scripts (tools/_intera_sdk_compat.py says why)
+  site=$(.venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  cp tools/_intera_sdk_compat.py "$site/"
+  echo "import _intera_sdk_compat" > "$site/_intera_sdk_compat.pth"
 fi
 
 . .venv/bin/activate

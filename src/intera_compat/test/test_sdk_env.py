@@ -56,3 +56,46 @@ def test_cv_bridge_converts_what_the_sdk_sends(tmp_path):
     p = subprocess.run([sys.executable, "-c", CONVERT, str(tmp_path / "face.png")], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0 and p.stdout == "ok\n", p.stderr
+
+
+OPTIONAL = {"xacro_jade"}  # (send_urdf_fragment.py falls back to xacro without it)
+
+
+def sdk_script_imports() -> list[str]:
+    """Every module the SDK's 33 scripts import (intera_examples/scripts, intera_interface/scripts)."""
+    import ast
+    import glob
+    import os
+
+    import rospkg
+    rp = rospkg.RosPack()
+    mods = set()
+    for pkg in ("intera_examples", "intera_interface"):
+        for path in glob.glob(os.path.join(rp.get_path(pkg), "scripts", "*.py")):
+            for node in ast.walk(ast.parse(open(path).read(), path)):
+                if isinstance(node, ast.Import):
+                    mods.update(a.name for a in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    mods.add(node.module)
+    return sorted(mods - OPTIONAL)
+
+
+def test_every_module_the_sdk_scripts_import_imports():
+    """go_to_cartesian_pose.py: PyKDL, tf_conversions; send_urdf_fragment.py: xacro; the rest: ours, ROS's, the
+    SDK's own."""
+    mods = sdk_script_imports()
+    assert {"PyKDL", "xacro", "intera_interface"} <= set(mods) and len(mods) > 20
+    out = run("import importlib, sys\nbad = []\n"
+              f"for m in {mods!r}:\n"
+              "    try:\n        importlib.import_module(m)\n"
+              "    except Exception as e:\n        bad.append(f'{m}: {e!r}')\n"
+              "print('\\n'.join(bad))")
+    assert out.strip() == "", out
+
+
+def test_yaml_load_without_a_loader_works_as_on_noetic():
+    """send_traj_from_file.py: ``yaml.load(f)`` — PyYAML 5.x's FullLoader default, with its warning."""
+    p = subprocess.run([sys.executable, "-c", "import yaml; print(yaml.load('a: [1, 2]'))"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "{'a': [1, 2]}\n", p.stderr
+    assert "YAMLLoadWarning" in p.stderr  # (as 5.x warned)
