@@ -8,7 +8,7 @@ delivers, in one run:
 * ``cam_loop_late_pct_off`` / ``_on``: the loop's cycles > 100 µs late (its /diagnostics) with no camera streaming,
   then with the head camera streaming (the arm holding, the same for both windows); ``cam_loop_compute_p99_us_*``;
 * ``cam_head_fps`` (configured rate in the config's ``cameras`` section) and ``cam_head_latency_p50_ms`` (image
-  stamp → receipt here, the render and the transport).
+  stamp → receipt here: the stamp is taken when the image is drawn, so this is the transport of a 1.7 MB image).
 
     python src/intera_compat/bench/camera_bench.py [--seconds 20]
 """
