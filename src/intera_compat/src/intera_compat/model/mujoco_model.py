@@ -69,6 +69,29 @@ def _obstacle(world: ET.Element, ob: dict) -> None:
     ET.SubElement(world, "geom", **attrs)
 
 
+DEFAULT_RGBA = "0.75 0.1 0.1 1"
+
+
+def link_colors(urdf: str) -> dict[str, str]:
+    """link → "r g b a" of its first visual's material (named materials resolved), from the URDF: the plant looks
+    like RViz's robot."""
+    root = ET.fromstring(urdf)
+    named = {m.get("name"): m.find("color").get("rgba") for m in root.findall("material")
+             if m.find("color") is not None}
+    out = {}
+    for link in root.findall("link"):
+        for vis in link.findall("visual"):
+            mat = vis.find("material")
+            if mat is None:
+                continue
+            color = mat.find("color")
+            rgba = color.get("rgba") if color is not None else named.get(mat.get("name"))
+            if rgba:
+                out[link.get("name")] = rgba
+                break
+    return out
+
+
 def build_mjcf(rm: RobotModel, obstacles=()) -> str:
     model, cfg = rm.model, rm.cfg
     sim = cfg.sim
@@ -106,13 +129,15 @@ def build_mjcf(rm: RobotModel, obstacles=()) -> str:
             continue
         ET.SubElement(bodies[f.parentJoint], "site", name=f.name, pos=_fmt(f.placement.translation),
                       quat=_quat(f.placement.rotation), size="0.005")
+    colors = link_colors(rm.urdf)
     for obj in rm.tight.geometryObjects:
         attrs = _geom_attrs(obj)
         if attrs is None:
             continue
         P = obj.placement
+        rgba = colors.get(model.frames[obj.parentFrame].name, DEFAULT_RGBA)
         ET.SubElement(bodies[obj.parentJoint], "geom", name=obj.name, pos=_fmt(P.translation), quat=_quat(P.rotation),
-                      contype="1", conaffinity="0", group="1", rgba="0.75 0.1 0.1 1", **attrs)
+                      contype="1", conaffinity="0", group="1", rgba=rgba, **attrs)
     contact = ET.SubElement(root, "contact")
     for cp in rm.tight.collisionPairs:
         a, b = rm.tight.geometryObjects[cp.first], rm.tight.geometryObjects[cp.second]
