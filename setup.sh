@@ -3,10 +3,13 @@
 # packages, and a catkin build of ./src. Idempotent; a re-run only rebuilds what changed.
 #   ./setup.sh              robot stack
 #   ./setup.sh --with-sdk   also what the Intera SDK needs to build and import beside it
+#   ./setup.sh --with-viz   also RViz and Xvfb (rviz:=true, headless screenshots)
 set -eo pipefail
 cd "$(dirname "$0")"
 WITH_SDK=0
-for a in "$@"; do case "$a" in --with-sdk) WITH_SDK=1 ;; *) echo "unknown option $a" >&2; exit 2 ;; esac; done
+WITH_VIZ=0
+for a in "$@"; do case "$a" in --with-sdk) WITH_SDK=1 ;; --with-viz) WITH_VIZ=1 ;;
+  *) echo "unknown option $a" >&2; exit 2 ;; esac; done
 export DEBIAN_FRONTEND=noninteractive
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 
@@ -25,6 +28,7 @@ APT_PKGS="cmake g++ python3-venv python3-pip python3-yaml
 SDK_APT="python3-tf python3-cv-bridge libcv-bridge-dev python3-dynamic-reconfigure python3-pykdl python3-tf-conversions
   libdynamic-reconfigure-config-init-mutex-dev"
 [ "$WITH_SDK" = 1 ] && APT_PKGS="$APT_PKGS $SDK_APT"
+[ "$WITH_VIZ" = 1 ] && APT_PKGS="$APT_PKGS rviz xvfb"
 
 # apt only when something is missing: a re-run stays fast and offline.
 missing=$(dpkg-query -W -f='${Package} ${Status}\n' $APT_PKGS 2>/dev/null | awk '$4 != "installed" {print $1}' || true)

@@ -229,6 +229,7 @@ def _start_robot(launch, backend, *args):
                     f"{'exited with ' + str(proc.poll()) if proc.poll() is not None else 'still runs'}; "
                     f"log tail:\n{log_tail(proc.log_path)}")
     js.backend = backend
+    js.log_path = proc.log_path  # (the launch's output)
     js.arm = [f"right_j{i}" for i in range(ROBOT_JOINTS[backend])]
     yield js
     js.close()

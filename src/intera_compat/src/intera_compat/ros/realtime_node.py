@@ -15,7 +15,7 @@ import time
 import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Twist, Wrench
+from geometry_msgs.msg import Twist, Wrench, WrenchStamped
 from intera_compat.msg import SafetyStatus
 from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState, EndpointState, EndpointStates,
                                   HomingCommand, HomingState, JointCommand, JointLimits, RobotAssemblyState,
@@ -178,6 +178,7 @@ class RealtimeLoopNode:
                                        tcp_nodelay=True)
         self.pub_ep = rospy.Publisher(f"{L}/endpoint_state", EndpointState, queue_size=1, tcp_nodelay=True)
         self.pub_tips = rospy.Publisher(f"{L}/tip_states", EndpointStates, queue_size=1, tcp_nodelay=True)
+        self.pub_wrench = rospy.Publisher(f"{L}/endpoint_wrench", WrenchStamped, queue_size=1)  # (for RViz)
         self.pub_state = rospy.Publisher("/robot/state", RobotAssemblyState, queue_size=1)
         self.pub_homing = rospy.Publisher("/robot/homing_states", HomingState, queue_size=1)
         self.pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
@@ -430,6 +431,13 @@ class RealtimeLoopNode:
         tip0 = self.cfg.tips[0]
         ep = self._endpoint(q, v, tip0, stamp, w)
         self.pub_ep.publish(ep)
+        # the same wrench in the tip's own axes, for RViz (a WrenchStamped is drawn at its frame's origin)
+        R = self.rm.fk(q, tip0).rotation
+        ws = WrenchStamped()
+        ws.header.stamp, ws.header.frame_id = stamp, tip0
+        ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = R.T @ w[:3]
+        ws.wrench.torque.x, ws.wrench.torque.y, ws.wrench.torque.z = R.T @ w[3:]
+        self.pub_wrench.publish(ws)
         tips = EndpointStates()
         tips.header.stamp = stamp
         tips.header.frame_id = self.cfg.base_frame
