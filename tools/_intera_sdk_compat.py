@@ -32,16 +32,24 @@ def _patch(yaml) -> None:
         return call
 
     yaml.load, yaml.load_all = defaulted(yaml.load), defaulted(yaml.load_all)
+    if not hasattr(yaml, "YAMLLoadWarning"):  # (5.x had it: a script may filter it)
+        yaml.YAMLLoadWarning = YAMLLoadWarning
 
 
 class _YamlFinder(importlib.abc.MetaPathFinder):
-    """Patches ``yaml`` right after its first import."""
+    """Patches ``yaml`` when it is first executed (a mere ``find_spec`` leaves the hook in place)."""
+
+    def __init__(self):
+        self._looking = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "yaml":
+        if name != "yaml" or self._looking:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("yaml")
+        self._looking = True
+        try:
+            spec = importlib.util.find_spec("yaml")  # (the real one: this finder steps aside meanwhile)
+        finally:
+            self._looking = False
         if spec is None or spec.loader is None:
             return spec
         exec_module = spec.loader.exec_module
@@ -49,6 +57,8 @@ class _YamlFinder(importlib.abc.MetaPathFinder):
         def exec_and_patch(module):
             exec_module(module)
             _patch(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
         spec.loader.exec_module = exec_and_patch
         return spec
 

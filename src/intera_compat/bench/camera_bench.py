@@ -31,6 +31,14 @@ def diag_window(diags, d0):
             "p99": float(np.median([x["compute_p99_us"] for x in w])) if w else float("nan")}
 
 
+def wait_until(cond, seconds, what):
+    end = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > end:
+            raise SystemExit(f"camera_bench: no {what} within {seconds:g} s")
+        time.sleep(0.05)
+
+
 def phases(seconds):
     import rospy
     from diagnostic_msgs.msg import DiagnosticArray
@@ -60,15 +68,13 @@ def phases(seconds):
     time.sleep(seconds)
     off = diag_window(diags, d0)
     pub = rospy.Publisher("/io/internal_camera/head_camera/command", IOComponentCommand, queue_size=1)
-    while pub.get_num_connections() == 0:
-        time.sleep(0.05)
+    wait_until(lambda: pub.get_num_connections() > 0, 30, "the camera node's command subscriber")
     cmd = IOComponentCommand(time=rospy.Time.now(), op="set", args=json.dumps(
         {"signals": {"camera_streaming": {"format": {"type": "bool"}, "data": [True]}}}))
     for _ in range(5):  # (re-sent like the SDK; de-duplicated by its time)
         pub.publish(cmd)
         time.sleep(0.1)
-    while not frames:
-        time.sleep(0.05)
+    wait_until(lambda: frames, 60, "a head camera image")
     time.sleep(1.0)  # (the renderer warmed up)
     d0, f0, t0 = len(diags), len(frames), time.time()
     time.sleep(seconds)

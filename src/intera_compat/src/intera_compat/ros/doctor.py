@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -54,6 +55,15 @@ PARAMS = ("/robot_config/assembly_names", "/robot_config/right_config/joint_name
           "/manifest/robot_software/version/HLR_VERSION_STRING", "/named_poses/right/poses/neutral",
           "/robot_description")
 START = "start the robot: . ./env.sh && roslaunch intera_compat sawyer_sim.launch"
+SDK_VERSIONS = ("5.3.0", "5.3.1", "5.3.2")  # what intera_interface's version check (SDK 5.3) accepts
+
+
+def _run(argv: list, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    """A probe in a fresh interpreter (a numpy-1.x extension may crash the one that imports it); a hung one fails."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, -1, "", f"no answer within {timeout:g} s")
 
 
 class Report:
@@ -78,7 +88,11 @@ class Report:
 
 
 def _md5(type_name: str) -> str:
-    """The md5 of ``pkg/Type`` as this Python's message packages have it ('' if unknown)."""
+    """The md5 an SDK client has for ``pkg/Type``: the original robot's (``wire_md5``) for Intera's and control_msgs'
+    types, this Python's for the standard ones ('' if unknown)."""
+    from ..wire_md5 import MD5
+    if type_name in MD5:
+        return MD5[type_name]
     pkg, name = type_name.split("/")
     try:
         mod = importlib.import_module(f"{pkg}.srv" if name.startswith("SolvePosition") else f"{pkg}.msg")
@@ -90,33 +104,32 @@ def _md5(type_name: str) -> str:
 # ---- the environment ------------------------------------------------------------------------------------
 def check_environment(r: Report) -> str:
     """The environment's checks; returns ROS_MASTER_URI."""
-    venv = os.environ.get("VIRTUAL_ENV") or (sys.prefix if sys.prefix != sys.base_prefix else "")
-    if venv and sys.base_prefix.startswith("/usr"):
-        r.add(OK, "Python venv", f"{venv} (from {sys.base_prefix}/bin/python3)")
+    if sys.prefix != sys.base_prefix and sys.base_prefix == "/usr":
+        r.add(OK, "Python venv", f"{sys.prefix} (over /usr/bin/python3)")
     else:
         r.add(FAIL, "Python venv", f"{sys.executable} is not the repository's venv over /usr/bin/python3",
               "source the environment first: . ./env.sh (after ./setup.sh)")
-    probe = subprocess.run([sys.executable, "-c", "import numpy; print(numpy.__version__)\nimport cv_bridge"],
-                           capture_output=True, text=True, timeout=60)
+    probe = _run([sys.executable, "-c", "import numpy; print(numpy.__version__)\nimport cv_bridge"])
     numpy = probe.stdout.strip() or "?"
     if probe.returncode == 0 and not probe.stderr.strip():
         r.add(OK, "numpy and cv_bridge", f"numpy {numpy}, cv_bridge imports cleanly")
     elif "No module named 'cv_bridge'" in probe.stderr:
         r.add(WARN, "numpy and cv_bridge", f"numpy {numpy}, no cv_bridge (the SDK's camera/display scripts need it)",
               "./setup.sh --with-sdk")
-    else:
+    else:  # (only the SDK's scripts use cv_bridge: without the SDK it is a warning)
         last = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
-        r.add(FAIL, "numpy and cv_bridge", f"numpy {numpy}: importing cv_bridge printed: {last}",
+        r.add(FAIL if importlib.util.find_spec("intera_interface") else WARN, "numpy and cv_bridge",
+              f"numpy {numpy}: importing cv_bridge printed: {last}",
               "./setup.sh --with-sdk (PyPI's cv-bridge shadows Debian's numpy-1.x build)")
-    rt = subprocess.run([sys.executable, "-c", "import os; os.sched_setaffinity(0, {0}); "
-                         "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"],
-                        capture_output=True, text=True, timeout=30)
-    if rt.returncode == 0:
-        r.add(OK, "realtime scheduling", "SCHED_FIFO and CPU affinity allowed")
+    rt = _run([sys.executable, "-c", "from intera_compat.loop.scheduler import loop_cpu, setup_realtime\n"
+                                     "cpu = loop_cpu(); info = setup_realtime(cpu)\nprint(cpu, info['fifo'])"])
+    words = rt.stdout.split()
+    if rt.returncode == 0 and words[-1:] == ["True"]:
+        r.add(OK, "realtime scheduling", f"SCHED_FIFO and the loop's CPU ({words[0]}) granted, as the loop asks")
     else:
-        r.add(WARN, "realtime scheduling", "SCHED_FIFO not allowed: the loop runs at normal priority (more late "
-              "cycles)", "run as root, or give the user rtprio (limits.conf) / CAP_SYS_NICE; or launch with "
-              "no_rt:=true")
+        r.add(WARN, "realtime scheduling", "the loop's SCHED_FIFO / CPU pinning refused: it runs at normal priority "
+              "(more late cycles)", "run as root, or give the user rtprio (limits.conf) / CAP_SYS_NICE; or launch "
+              "with no_rt:=true")
     uri = os.environ.get("ROS_MASTER_URI", "")
     host = os.environ.get("ROS_HOSTNAME") or os.environ.get("ROS_IP") or ""
     if host:
@@ -145,11 +158,14 @@ def check_environment(r: Report) -> str:
 
 # ---- the running robot ----------------------------------------------------------------------------------
 def _reachable(uri: str) -> bool:
+    """A master answers at ``uri`` (its XML-RPC, not just a port)."""
+    import rosgraph
     u = urlparse(uri)
     try:
         with socket.create_connection((u.hostname, u.port or 11311), timeout=2.0):
-            return True
-    except OSError:
+            pass
+        return rosgraph.is_master_online(uri)
+    except (OSError, ValueError):
         return False
 
 
@@ -170,9 +186,23 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
     if not uri:
         r.add(FAIL, "ROS master", "ROS_MASTER_URI is unset", ". ./env.sh (it sets ROS_MASTER_URI)")
         return
+    u = urlparse(uri)
+    try:
+        well_formed = u.scheme == "http" and bool(u.hostname) and (u.port or 11311) > 0
+    except ValueError:
+        well_formed = False
+    if not well_formed:
+        r.add(FAIL, "ROS master", f"ROS_MASTER_URI {uri!r} is not http://host:port", "export "
+              "ROS_MASTER_URI=http://localhost:11311 (. ./env.sh does)")
+        return
     if not _reachable(uri):
         r.add(FAIL, "ROS master", f"{uri} does not answer", START)
         return
+    host = os.environ.get("ROS_HOSTNAME") or os.environ.get("ROS_IP") or ""
+    if host in ("localhost", "127.0.0.1") and u.hostname not in ("localhost", "127.0.0.1"):
+        r.add(FAIL, "ROS_HOSTNAME / ROS_IP", f"{host!r} while the master is on {u.hostname}: its nodes cannot "
+              f"connect back to this machine", "export ROS_HOSTNAME=<this machine's name or address, as the robot "
+              "resolves it>")
     r.add(OK, "ROS master", uri)
     import rosgraph
     import rospy
@@ -184,10 +214,11 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
             r.add(OK, f"param {p}", "set")
         else:
             r.add(FAIL, f"param {p}", "missing", START + " (it loads /robot_config, /manifest, /named_poses)")
-    version = master.getParam(PARAMS[3]) if master.hasParam(PARAMS[3]) else ""
-    if version and not str(version).startswith(("5.3.0", "5.3.1", "5.3.2")):
-        r.add(FAIL, "SDK version check", f"HLR_VERSION_STRING {version!r}: the SDK's RobotEnable exits",
-              "the robot's params must say 5.3.x (config/sawyer_params.yaml)")
+    version = str(master.getParam(PARAMS[3])) if master.hasParam(PARAMS[3]) else ""
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", version)
+    if version and (m is None or m.group(0) not in SDK_VERSIONS):
+        r.add(FAIL, "SDK version check", f"HLR_VERSION_STRING {version!r}: the SDK's RobotEnable exits (it takes "
+              f"{', '.join(SDK_VERSIONS)})", "the robot's params must say one of them (config/sawyer_params.yaml)")
     pubs, subs, _ = master.getSystemState()
     published = {t: n for t, n in pubs}
     subscribed = {t: n for t, n in subs}
@@ -196,7 +227,7 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
         for name, kind, typ in table:
             topic = f"{name}/status" if kind == "act" else name
             what = f"{kind} {name}"
-            missing = FAIL if not optional else WARN
+            missing = bad = FAIL if not optional else WARN  # (what only some robots have: never a failure)
             if kind == "srv":
                 try:
                     svc_uri = rosservice.get_service_uri(name)
@@ -208,10 +239,10 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
                 try:
                     md5 = rosservice.get_service_headers(name, svc_uri).get("md5sum", "")
                 except Exception as e:  # (a server that does not answer its header)
-                    r.add(FAIL, what, f"the server at {svc_uri} did not answer: {e!r}", START)
+                    r.add(bad, what, f"the server at {svc_uri} did not answer: {e!r}", START)
                     continue
                 want = _md5(typ)
-                status = OK if md5 == want or md5 == "*" else FAIL
+                status = OK if md5 == want else bad
                 r.add(status, what, f"{typ} md5 {md5}" + ("" if status == OK else f" (the SDK's: {want})"),
                       "rebuild the message packages (./setup.sh) on both sides")
                 continue
@@ -223,7 +254,7 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
             typ_topic = "actionlib_msgs/GoalStatusArray" if kind == "act" else typ
             have = types.get(topic, "")
             if have != typ_topic:
-                r.add(FAIL, what, f"type {have}, the SDK expects {typ_topic}", "a node of another robot stack?")
+                r.add(bad, what, f"type {have}, the SDK expects {typ_topic}", "a node of another robot stack?")
                 continue
             if kind == "pub":
                 md5 = _listen_md5(topic, wait)
@@ -231,7 +262,7 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
                 if md5 is None:
                     r.add(WARN, what, f"{typ}: no message within {wait:g} s (published by {', '.join(nodes)})")
                 elif md5 != want:
-                    r.add(FAIL, what, f"{typ} md5 {md5}, the SDK's {want}",
+                    r.add(bad, what, f"{typ} md5 {md5}, the original robot's {want}",
                           "rebuild the message packages (./setup.sh) on both sides")
                 else:
                     r.add(OK, what, f"{typ} md5 {md5}")

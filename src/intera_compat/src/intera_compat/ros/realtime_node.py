@@ -342,7 +342,8 @@ class RealtimeLoopNode:
                     code = self.proc.wait(2)
                 except subprocess.TimeoutExpired:
                     code = "unknown (still running, pipe closed)"
-                rospy.logerr(f"realtime loop process exited (exit code {code})")
+                # (a Ctrl-C reaches the loop process too: its clean exit then is no fault)
+                (rospy.loginfo if code == 0 else rospy.logerr)(f"realtime loop process exited (exit code {code})")
                 rospy.signal_shutdown("realtime loop process exited")
                 return
             flags = 0
@@ -408,12 +409,13 @@ class RealtimeLoopNode:
         sea.hystState = 0.0
         self.pub_sea.publish(sea)
 
-    def _endpoint(self, q, v, tip, stamp, wrench=None, rm=None) -> EndpointState:
+    def _endpoint(self, q, v, tip, stamp, wrench=None, rm=None, pose=None) -> EndpointState:
+        """``pose``: the tip's placement when the caller has it already."""
         rm = rm or self.rm
         es = EndpointState()
         es.header.stamp = stamp
         es.header.frame_id = self.cfg.base_frame
-        es.pose = pose_msg(rm.fk(q, tip))
+        es.pose = pose_msg(pose if pose is not None else rm.fk(q, tip))
         tw = rm.frame_velocity(q, v, tip)
         es.twist = Twist()
         es.twist.linear.x, es.twist.linear.y, es.twist.linear.z = tw.linear
@@ -429,10 +431,11 @@ class RealtimeLoopNode:
         q, v = st.position.copy(), st.velocity.copy()
         w = self.wrench.update(q, v, st.cmd_acceleration, st.effort)
         tip0 = self.cfg.tips[0]
-        ep = self._endpoint(q, v, tip0, stamp, w)
+        M = self.rm.fk(q, tip0)
+        ep = self._endpoint(q, v, tip0, stamp, w, pose=M)
         self.pub_ep.publish(ep)
         # the same wrench in the tip's own axes, for RViz (a WrenchStamped is drawn at its frame's origin)
-        R = self.rm.fk(q, tip0).rotation
+        R = M.rotation
         ws = WrenchStamped()
         ws.header.stamp, ws.header.frame_id = stamp, tip0
         ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = R.T @ w[:3]
