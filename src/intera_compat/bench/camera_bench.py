@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loop_bench import spin_probe, start_master, start_stack, stop  # noqa: E402
+from loop_bench import loop_diagnostics, spin_probe, start_master, start_stack, stop  # noqa: E402
 
 
 def diag_window(diags, d0):
@@ -41,24 +41,12 @@ def wait_until(cond, seconds, what):
 
 def phases(seconds):
     import rospy
-    from diagnostic_msgs.msg import DiagnosticArray
     from intera_core_msgs.msg import IOComponentCommand, IODeviceStatus
     from sensor_msgs.msg import Image
 
     diags, frames = [], []
 
-    def on_diag(m):
-        for s in m.status:
-            if s.name == "Realtime Control Loop":
-                d = {}
-                for kv in s.values:
-                    try:
-                        d[kv.key] = float(kv.value)
-                    except ValueError:
-                        pass
-                diags.append(d)
-
-    rospy.Subscriber("/diagnostics", DiagnosticArray, on_diag, queue_size=10)
+    loop_diagnostics(diags)
     rospy.Subscriber("/io/internal_camera/head_camera/image_rect_color", Image,
                      lambda m: frames.append((time.time(), m.header.stamp.to_sec())), queue_size=5,
                      buff_size=2 ** 24)

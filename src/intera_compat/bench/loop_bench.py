@@ -90,15 +90,10 @@ print(100.0 * late / max(n, 1), info["fifo"], s.skipped)
     return float(out[0]), out[1] == "True"
 
 
-def realtime_phase(seconds):
+def loop_diagnostics(diags: list):
+    """Subscribes /diagnostics: each "Realtime Control Loop" status is appended to ``diags`` as {key: float}."""
     import rospy
     from diagnostic_msgs.msg import DiagnosticArray
-    from intera_core_msgs.msg import JointCommand, SEAJointState
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import UInt16
-
-    diags, rtt, lock = [], {}, threading.Lock()
-    sent = {}
 
     def on_diag(m):
         for s in m.status:
@@ -110,8 +105,19 @@ def realtime_phase(seconds):
                     except ValueError:
                         pass
                 diags.append(d)
+    return rospy.Subscriber("/diagnostics", DiagnosticArray, on_diag, queue_size=10)
 
-    rospy.Subscriber("/diagnostics", DiagnosticArray, on_diag, queue_size=10)
+
+def realtime_phase(seconds):
+    import rospy
+    from intera_core_msgs.msg import JointCommand, SEAJointState
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import UInt16
+
+    diags, rtt, lock = [], {}, threading.Lock()
+    sent = {}
+
+    loop_diagnostics(diags)
     js = rospy.wait_for_message("/robot/joint_states", JointState, 30)
     q = [js.position[js.name.index(f"right_j{i}")] for i in range(7)]
     names = [f"right_j{i}" for i in range(7)]
