@@ -300,9 +300,12 @@ class MotionControllerNode:
         return q
 
     def _require_enabled(self) -> None:
+        end = time.monotonic() + REST_WAIT
+        while self.robot_state is None and time.monotonic() < end:  # (subscribed a moment ago: it comes at 100 Hz)
+            time.sleep(0.01)
         rs = self.robot_state
         if rs is None or not rs.enabled or rs.stopped or rs.error:
-            why = "no /robot/state" if rs is None else ("stopped" if rs.stopped else "in error" if rs.error
+            why = "silent (no /robot/state)" if rs is None else ("stopped" if rs.stopped else "in error" if rs.error
                                                          else "not enabled")
             raise MotionError(E.CONTROLLER_NOT_FOLLOWING, f"the robot is {why}: enable it first")
 
