@@ -118,3 +118,42 @@ def reset_and_enable(state):
     assert wait_for(lambda: not state.msg.stopped, 10, period=0.2, every=lambda: reset.publish())
     enable = publisher("/robot/set_super_enable", Bool)
     assert wait_for(lambda: state.msg.enabled, 20, period=0.2, every=lambda: enable.publish(True))
+
+
+def io_value(state, name):
+    """A signal's value in an IODeviceStatus, as intera_io reads it (its format must carry "type" and "role")."""
+    import json
+    sig = next(x for x in state.signals if x.name == name)
+    assert {"type", "role"} <= set(json.loads(sig.format))  # (the client reads both)
+    return json.loads(sig.data)[0]
+
+
+class IOClient:
+    """IODeviceInterface's view of /io/<node>/<device>: its config, its state and set_signal_value."""
+
+    def __init__(self, node, device, wait=10.0):
+        from intera_core_msgs.msg import IOComponentCommand, IODeviceConfiguration, IODeviceStatus
+        base = f"/io/{node}/{device}"
+        self.config = Latest(f"{base}/config", IODeviceConfiguration)
+        self.state = Latest(f"{base}/state", IODeviceStatus)
+        self.pub = publisher(f"{base}/command", IOComponentCommand)
+        assert self.config.wait(wait).time.secs != 0 and self.state.wait(10).time.secs != 0
+
+    def get(self, name):
+        return io_value(self.state.msg, name)
+
+    def send(self, args: str) -> str:
+        """A command re-sent every 0.1 s until acknowledged; its response ('' = applied)."""
+        from intera_core_msgs.msg import IOComponentCommand
+        stamp = rospy.Time.now()
+        cmd = IOComponentCommand(time=stamp, op="set", args=args)
+        assert wait_for(lambda: stamp in self.state.msg.commands, 5, period=0.1, every=lambda: self.pub.publish(cmd))
+        return self.state.msg.responses[list(self.state.msg.commands).index(stamp)]
+
+    def set(self, name, v, kind) -> str:
+        import json
+        return self.send(json.dumps({"signals": {name: {"format": {"type": kind}, "data": [v]}}}))
+
+    def close(self):
+        self.config.close()
+        self.state.close()

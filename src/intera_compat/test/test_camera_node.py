@@ -7,36 +7,12 @@ import json
 import numpy as np
 import pytest
 import rospy
-from intera_core_msgs.msg import HeadPanCommand, IOComponentCommand, IODeviceConfiguration, IODeviceStatus, \
-    IONodeConfiguration
-from ros_helpers import Latest, publisher, wait_for
+from intera_core_msgs.msg import HeadPanCommand, IONodeConfiguration
+from ros_helpers import IOClient, Latest, publisher, wait_for
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.node
 CAM = "/io/internal_camera"
-
-
-def value(state, name):
-    return json.loads(next(x for x in state.signals if x.name == name).data)[0]
-
-
-class Camera:
-    def __init__(self, name):
-        self.name = name
-        self.config = Latest(f"{CAM}/{name}/config", IODeviceConfiguration)
-        self.state = Latest(f"{CAM}/{name}/state", IODeviceStatus)
-        self.pub = publisher(f"{CAM}/{name}/command", IOComponentCommand)
-        assert self.config.wait(20).time.secs != 0 and self.state.wait(10)
-
-    def set(self, signal, v, kind) -> str:
-        stamp = rospy.Time.now()
-        cmd = IOComponentCommand(time=stamp, op="set", args=json.dumps(
-            {"signals": {signal: {"format": {"type": kind}, "data": [v]}}}))
-        assert wait_for(lambda: stamp in self.state.msg.commands, 5, period=0.1, every=lambda: self.pub.publish(cmd))
-        return self.state.msg.responses[list(self.state.msg.commands).index(stamp)]
-
-    def get(self, signal):
-        return value(self.state.msg, signal)
 
 
 def status(state, name):
@@ -53,7 +29,7 @@ def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
     node = Latest(f"{CAM}/config", IONodeConfiguration)
     cams = {c["name"]: c for p in node.wait(20).plugins for c in json.loads(p.config)["params"]["cameras"]}
     assert set(cams) == {"head_camera", "right_hand_camera"}  # Cameras(): _get_camera_launch_config
-    head, hand = Camera("head_camera"), Camera("right_hand_camera")
+    head, hand = IOClient("internal_camera", "head_camera", 20), IOClient("internal_camera", "right_hand_camera", 20)
     assert head.set("set_exposure", 50.0, "float") == "" and head.get("set_exposure") == 50.0  # -x 50
     assert head.set("set_gain", 10, "int") == "" and head.get("set_gain") == 10  # -g 10
     assert "must lie in" in hand.set("set_gain", 300, "int")  # (a Cognex: 0..255) ...

@@ -6,46 +6,11 @@ import json
 
 import pytest
 import rospy
-from intera_core_msgs.msg import IOComponentCommand, IODeviceConfiguration, IODeviceStatus, IONodeConfiguration, \
-    IONodeStatus
-from ros_helpers import Latest, publisher, wait_for
+from intera_core_msgs.msg import IOComponentCommand, IONodeConfiguration, IONodeStatus
+from ros_helpers import IOClient, Latest, publisher, wait_for
 
 pytestmark = pytest.mark.node
 EE = "/io/end_effector"
-
-
-def value(state, name):
-    sig = next(x for x in state.signals if x.name == name)
-    fmt = json.loads(sig.format)
-    assert {"type", "role"} <= set(fmt)  # (the client reads both)
-    return json.loads(sig.data)[0]
-
-
-class Device:
-    """IODeviceInterface's view of /io/end_effector/<name>: its config, its state and set_signal_value."""
-
-    def __init__(self, name):
-        self.config = Latest(f"{EE}/{name}/config", IODeviceConfiguration)
-        self.state = Latest(f"{EE}/{name}/state", IODeviceStatus)
-        self.pub = publisher(f"{EE}/{name}/command", IOComponentCommand)
-        assert self.config.wait(10).time.secs != 0 and self.state.wait(10).time.secs != 0
-
-    def get(self, name):
-        return value(self.state.msg, name)
-
-    def send(self, args: str) -> str:
-        """A command re-sent every 0.1 s until acknowledged; its response ('' = applied)."""
-        stamp = rospy.Time.now()
-        cmd = IOComponentCommand(time=stamp, op="set", args=args)
-        assert wait_for(lambda: stamp in self.state.msg.commands, 5, period=0.1, every=lambda: self.pub.publish(cmd))
-        return self.state.msg.responses[list(self.state.msg.commands).index(stamp)]
-
-    def set(self, name, v, kind) -> str:
-        return self.send(json.dumps({"signals": {name: {"format": {"type": kind}, "data": [v]}}}))
-
-    def close(self):
-        self.config.close()
-        self.state.close()
 
 
 def start(launch, tool):
@@ -61,7 +26,7 @@ def test_the_electric_gripper_as_gripper_factory_and_gripper_use_it(launch):
     assert config.msg.devices[0].name == "right_gripper"  # Gripper(): devices[0]
     assert json.loads(config.msg.devices[0].config)["props"]["type"] == "ElectricParallelGripper"
     assert node.msg.devices[0].name == "right_gripper" and node.msg.devices[0].status.tag == "unready"  # → calibrate
-    g = Device("right_gripper")
+    g = IOClient("end_effector", "right_gripper")
     assert not g.get("is_calibrated") and not g.get("has_error")
     assert "not calibrated" in g.set("position_m", 0.0, "float")  # nothing moves before calibration
     assert g.set("calibrate", True, "bool") == ""
@@ -104,7 +69,7 @@ def test_a_clicksmart_activates_grips_and_is_reconfigured_as_io_config_editor_do
         assert wait_for(lambda: stamp in node.msg.commands, 5, period=0.1, every=lambda: cmd.publish(msg))
         return json.loads(node.msg.node.status.detail).get("last_command_error", "")
 
-    tool = Device(name)
+    tool = IOClient("end_effector", name)
     ep = next(iter(json.loads(tool.config.msg.device.config)["params"]["endpoints"].values()))
     assert "not activated" in tool.set(ep["grip"], True, "bool")
     assert node_command("activate", {"devices": [name]}) == ""  # SimpleClickSmartGripper.initialize()

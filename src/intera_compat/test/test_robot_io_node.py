@@ -5,13 +5,9 @@ import json
 
 import pytest
 from intera_core_msgs.msg import DigitalIOState, DigitalOutputCommand, IOComponentCommand, IODeviceStatus
-from ros_helpers import Latest, publisher, wait_for
+from ros_helpers import IOClient, Latest, io_value, publisher, wait_for
 
 pytestmark = pytest.mark.node
-
-
-def signal(state_msg, name):
-    return json.loads(next(x for x in state_msg.signals if x.name == name).data)[0]
 
 
 def test_legacy_digital_io_shows_buttons_and_switches_lights(sim):
@@ -25,7 +21,7 @@ def test_legacy_digital_io_shows_buttons_and_switches_lights(sim):
         want = DigitalIOState.ON if on else DigitalIOState.OFF
         msg = DigitalOutputCommand(name="head_green_light", value=on)
         assert wait_for(lambda: light.msg.state == want, 2.0, every=lambda: cmd.publish(msg))
-        assert wait_for(lambda: signal(lights.msg, "head_green_light") is on, 2.0)  # the same light
+        assert wait_for(lambda: io_value(lights.msg, "head_green_light") is on, 2.0)  # the same light
     press = publisher("/robot/sim/io/navigator", IOComponentCommand)  # the sim presses OK on the arm's navigator
     press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_button_ok": {"data": [1]}}})))
     assert wait_for(lambda: ok.msg.state == DigitalIOState.PRESSED, 2.0)
@@ -92,11 +88,10 @@ def test_gripper_cuff_control_closes_the_gripper_on_the_cuff_button(sim):
     """gripper_cuff_control.py's shape: the cuff's upper button (pressed by the sim) → the gripper closes and the
     red lights go on; the lower button → it opens, green lights."""
     import rospy
-    from test_end_effector_node import Device
     cuff = Latest("/io/robot/cuff/state", IODeviceStatus)
     lights = Latest("/io/robot/robot/state", IODeviceStatus)
     assert cuff.wait(10) and lights.wait(10)
-    g = Device("right_gripper")
+    g = IOClient("end_effector", "right_gripper")
     if not g.get("is_calibrated"):  # get_current_gripper_interface → Gripper(calibrate=needs_init)
         assert g.set("calibrate", True, "bool") == ""
         assert wait_for(lambda: g.get("is_calibrated"), 5)
@@ -111,13 +106,13 @@ def test_gripper_cuff_control_closes_the_gripper_on_the_cuff_button(sim):
     press = publisher("/robot/sim/io/cuff", IOComponentCommand)
     for button, target, color in (("right_button_upper", 0.0, "red"), ("right_button_lower", 0.041667, "green")):
         press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {button: {"data": [1]}}})))
-        assert wait_for(lambda: signal(cuff.msg, button) == 1, 2.0)  # (the script polls the cuff at 10 Hz)
+        assert wait_for(lambda: io_value(cuff.msg, button) == 1, 2.0)  # (the script polls the cuff at 10 Hz)
         assert g.set("position_m", target, "float") == ""  # close() / open()
         for part in ("head", "right_hand"):
             set_light(f"{part}_{color}_light", True)
         press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {button: {"data": [0]}}})))
         assert wait_for(lambda: abs(g.get("position_response_m") - target) < 1e-4 and not g.get("is_moving"), 3)
-        assert signal(lights.msg, f"head_{color}_light") is True and signal(lights.msg, f"right_hand_{color}_light")
+        assert io_value(lights.msg, f"head_{color}_light") is True and io_value(lights.msg, f"right_hand_{color}_light")
     g.close()
 
 
@@ -129,5 +124,5 @@ def test_navigator_io_sees_every_button_and_the_wheel(sim):
     for name, v in [(f"right_button_{b}", 1) for b in ("back", "circle", "ok", "show", "square", "triangle")] + \
             [("right_wheel", 17), ("right_wheel", 250)]:
         press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {name: {"data": [v]}}})))
-        assert wait_for(lambda: signal(nav.msg, name) == v, 2.0), name
+        assert wait_for(lambda: io_value(nav.msg, name) == v, 2.0), name
     nav.close()
