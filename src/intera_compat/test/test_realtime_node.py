@@ -102,15 +102,20 @@ class LoopDiagnostics(Latest):
                 self.stamp = m.header.stamp.to_sec()
                 super()._cb({kv.key: kv.value for kv in st.values})
 
-    def values_after(self, t):
-        assert wait_for(lambda: self.msg is not None and self.stamp > t, 10)
+    def values_after(self, t, js=None):
+        """The loop's status stamped after ``t`` (1 Hz of loop time; a loop starved at start-up runs slow, so the
+        bound is wide and a miss says whether the loop was alive at all)."""
+        seen = js.count if js is not None else None
+        assert wait_for(lambda: self.msg is not None and self.stamp > t, 30), (
+            f"no loop status stamped after {t:.3f} in 30 s (last {self.stamp:.3f}); joint_states meanwhile: "
+            f"{'n/a' if js is None else js.count - seen}")
         return self.msg
 
 
 def test_bad_command_is_rejected_and_arm_holds(robot):
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
     diag = LoopDiagnostics()
-    before = diag.values_after(0.0)
+    before = diag.values_after(0.0, robot)
     q0 = arm_positions(robot)
     for bad in (JointCommand(mode=1, names=["right_j0"], position=[float("nan")]),
                 JointCommand(mode=1, names=["right_j0", "right_j1"], position=[0.5]),
@@ -121,7 +126,7 @@ def test_bad_command_is_rejected_and_arm_holds(robot):
             time.sleep(0.01)
     time.sleep(0.3)
     assert np.abs(arm_positions(robot) - q0).max() < 1e-3
-    after = diag.values_after(rospy.get_time() + 0.01)
+    after = diag.values_after(rospy.get_time() + 0.01, robot)
     received = int(after["commands_received_total"]) - int(before["commands_received_total"])
     assert received >= 60  # they arrived (a few may be lost to the first connection) ...
     assert after["commands_applied_total"] == before["commands_applied_total"]  # ... and none reached the loop

@@ -536,10 +536,9 @@ class RealtimeLoopNode:
         sx = self.channel.stats.local
         now = np.r_[sx.stat_cycles[0], sx.stat_late[0], sx.stat_skipped[0], sx.stat_compute_sum_us[0]]
         hists = (sx.jitter_hist.copy(), sx.compute_hist.copy())
-        prev = self._diag_prev
+        # (the first status counts from the loop's start: a client need not wait two periods for one)
+        prev = self._diag_prev or (np.zeros_like(now), (np.zeros_like(hists[0]), np.zeros_like(hists[1])))
         self._diag_prev = (now, hists)
-        if prev is None:
-            return
         d = now - prev[0]
         jh, ch = hists[0] - prev[1][0], hists[1] - prev[1][1]
         cycles = max(d[0], 1.0)
