@@ -4,11 +4,13 @@ import numpy as np
 import pytest
 
 from intera_compat.config import load_config
-from intera_compat.hardware.sim import SimBackend
-from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_SAFETY_ESTOP, MSG_SUPPRESS, POSITION_MODE,
+from intera_compat.hardware.sim import SimBackend, push_words
+from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_SAFETY_ESTOP, MSG_SIM_WRENCH, MSG_SUPPRESS,
+                                       POSITION_MODE,
                                        SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
                                        SUPPRESS_GRAVITY, SUPPRESS_KEYS, TRAJECTORY_MODE, VELOCITY_MODE)
 from intera_compat.loop.offline import OfflineLoop
+from intera_compat.model.mujoco_model import link_frames
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.safety.collision_avoidance import PairDistances
 from intera_compat.safety.collision_detection import IMPACT, NONE, SQUISH
@@ -326,6 +328,36 @@ def test_cuff_squeeze_floats_the_arm_and_release_holds_where_it_was_left():
     L.run(0.5)
     assert np.abs(L.arm_q - here).max() < 5e-3 and np.abs(L.state.local.velocity[:7]).max() < 0.01
     assert np.abs(L.arm_q - q0).max() > 0.1  # ... and stays where it was left, no spring back
+
+
+def test_a_push_through_the_loop_moves_a_floating_arm_for_its_duration_and_ends_early_on_zero():
+    """/robot/sim/apply_wrench's path (MSG_SIM_WRENCH: the viewer's mouse, a test's fault injection)."""
+    L = started()
+    links = [f.name for f in link_frames(L.backend.rm)]
+    L.event(MSG_CUFF, 1)
+    L.run(0.3)
+    q0 = L.arm_q
+    L.channel.post(MSG_SIM_WRENCH, push_words(links, "right_l4", [0, 25.0, 0, 0, 0, 0], 0.3))
+    L.run(0.35)
+    assert np.abs(L.arm_q - q0).max() > 0.05  # it gave way
+    assert not L.backend.d.xfrc_applied.any()  # and the push is over after its 0.3 s
+    L.channel.post(MSG_SIM_WRENCH, push_words(links, "right_hand", [0, 0, 30.0, 0, 0, 0], 60.0))
+    L.run(0.05)
+    assert L.backend.d.xfrc_applied.any()
+    L.channel.post(MSG_SIM_WRENCH, push_words(links, "right_hand", [0] * 6, 0.0))  # duration 0: ends it now
+    L.run(0.002)
+    assert not L.backend.d.xfrc_applied.any()
+
+
+@pytest.mark.parametrize("link, wrench, duration, field", [
+    ("elbow", [0] * 6, 1.0, "link:"), ("right_hand", [0, float("nan"), 0, 0, 0, 0], 1.0, "wrench.force.y"),
+    ("right_hand", [0, 0, 0, 0, 0, float("inf")], 1.0, "wrench.torque.z"),
+    ("right_hand", [2000, 0, 0, 0, 0, 0], 1.0, "wrench.force"), ("right_hand", [0] * 6, -1.0, "duration"),
+    ("right_hand", [0] * 6, float("nan"), "duration")])
+def test_a_bad_push_is_refused_naming_the_field(link, wrench, duration, field):
+    links = [f.name for f in link_frames(RobotModel(CFG))]
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        push_words(links, link, wrench, duration)
 
 
 def test_commands_during_zero_g_wait_and_a_streaming_client_resumes_after_release():

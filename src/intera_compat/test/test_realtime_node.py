@@ -133,6 +133,37 @@ def test_bad_command_is_rejected_and_arm_holds(robot):
     diag.close()
 
 
+def test_sim_push_moves_a_floating_arm_and_a_bad_push_is_refused_naming_the_field(sim):
+    """/robot/sim/apply_wrench (the MuJoCo viewer's mouse, a test's fault injection) on the simulated arm."""
+    from geometry_msgs.msg import Vector3, Wrench
+    from intera_compat.msg import SafetyStatus
+    from intera_compat.srv import ApplyWrench
+    from intera_core_msgs.msg import IOComponentCommand
+    import json
+    rospy.wait_for_service("/robot/sim/apply_wrench", 10)
+    push = rospy.ServiceProxy("/robot/sim/apply_wrench", ApplyWrench)
+    status = Latest("/robot/limb/right/safety_status", SafetyStatus)
+    q0 = arm_positions(sim)
+    for link, w, seconds, field in (("elbow", Wrench(), 1.0, "link"),
+                                    ("right_hand", Wrench(force=Vector3(float("nan"), 0, 0)), 1.0, "wrench.force.x"),
+                                    ("right_hand", Wrench(force=Vector3(0, 0, 5000.0)), 1.0, "wrench.force"),
+                                    ("right_hand", Wrench(force=Vector3(0, 20.0, 0)), -1.0, "duration")):
+        r = push(link, w, seconds)
+        assert not r.success and r.message.startswith(field), r.message
+    time.sleep(0.3)
+    assert np.abs(arm_positions(sim) - q0).max() < 1e-3  # refused: nothing moved
+    press = publisher("/robot/sim/io/cuff", IOComponentCommand)  # zero-G: the arm gives way to a push
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [1]}}})))
+    assert wait_for(lambda: status.msg is not None and status.msg.zero_g, 5)
+    q1 = arm_positions(sim)
+    r = push("right_hand", Wrench(force=Vector3(0, 25.0, 0)), 0.4)
+    assert r.success, r.message
+    assert wait_for(lambda: np.abs(arm_positions(sim) - q1).max() > 0.05, 5)
+    press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [0]}}})))
+    assert wait_for(lambda: not status.msg.zero_g, 5)
+    status.close()
+
+
 def test_limits_latched_and_estop_cycle(robot):
     lim = Latest("/robot/joint_limits", JointLimits).wait(5)
     n = len(robot.arm)

@@ -62,6 +62,14 @@ class RobotConfig:
         q = self.named_pose(self.limb, name)
         return np.r_[q, self.named_pose("head", name)] if self.head_joint else q
 
+    def scene_obstacles(self, scene: str = "") -> list:
+        """The simulated world's obstacles: the config's ``sim.obstacles`` and those of scene ``scene`` of
+        ``sim.scenes`` ("" for none; an unknown scene is a ValueError)."""
+        scenes = self.sim.get("scenes") or {}
+        if scene and scene not in scenes:
+            raise ValueError(f"unknown sim scene {scene!r} (config sim.scenes: {sorted(scenes)})")
+        return list(self.sim.get("obstacles") or []) + list(scenes.get(scene, []))
+
     def urdf_xml(self) -> str:
         with open(self.urdf_path) as f:
             return f.read()

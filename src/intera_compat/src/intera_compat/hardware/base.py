@@ -175,6 +175,12 @@ class Backend(abc.ABC):
         the robot is reported enabled once it is). Called every cycle."""
         return True
 
+    # ---- simulated arms --------------------------------------------------------------------------------
+    def push(self, link: int, wrench, duration: float) -> None:
+        """A simulated arm: push on link ``link`` (``model.mujoco_model.link_frames`` index) with ``wrench`` (force,
+        torque; base axes, at the link frame's origin) for ``duration`` s (0: end a push). Real arms have nothing
+        to push with (the listener offers /robot/sim/apply_wrench on simulated arms only)."""
+
     # ---- trajectory-only arms --------------------------------------------------------------------------
     def submit(self, t, q, v, a) -> bool:
         """Hand a whole trajectory (times (k,), positions/velocities/accelerations (k, n)) to the arm."""

@@ -18,12 +18,8 @@ from .ur import URBackend
 def _sim(cls):
     def build(rm: RobotModel, options: dict) -> Backend:
         cfg = rm.cfg
-        scenes = cfg.sim.get("scenes") or {}
-        scene = options.get("scene", "")
-        if scene and scene not in scenes:
-            raise ValueError(f"unknown sim scene {scene!r} (config sim.scenes: {sorted(scenes)})")
-        q0 = cfg.full_pose(cfg.sim.get("initial_pose", "neutral"))
-        return cls(rm, q0, list(cfg.sim.get("obstacles") or []) + list(scenes.get(scene, [])))
+        obstacles = cfg.scene_obstacles(options.get("scene", ""))
+        return cls(rm, cfg.full_pose(cfg.sim.get("initial_pose", "neutral")), obstacles)
     return build
 
 

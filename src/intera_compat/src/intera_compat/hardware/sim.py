@@ -10,9 +10,31 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from ..model.mujoco_model import load_mujoco
+from ..model.mujoco_model import link_frames, load_mujoco
 from ..model.robot_model import RobotModel
 from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
+
+
+PUSH_MAX_FORCE, PUSH_MAX_TORQUE, PUSH_MAX_SECONDS = 1000.0, 300.0, 3600.0  # N, Nm, s: beyond, a push is refused
+
+
+def push_words(links: list, link: str, wrench, duration: float) -> np.ndarray:
+    """A push on a simulated arm's link checked and packed for the loop (``MSG_SIM_WRENCH``): ``links`` the link
+    names in ``link_frames`` order, ``wrench`` (fx, fy, fz, tx, ty, tz). ValueError naming the field otherwise."""
+    if link not in links:
+        raise ValueError(f"link: no link {link!r} in the simulated arm (links: {', '.join(links)})")
+    w = np.asarray(wrench, float)
+    fields = ("force.x", "force.y", "force.z", "torque.x", "torque.y", "torque.z")
+    for name, v in zip(fields, w):
+        if not np.isfinite(v):
+            raise ValueError(f"wrench.{name} is {v}: not a finite number")
+    if np.linalg.norm(w[:3]) > PUSH_MAX_FORCE:
+        raise ValueError(f"wrench.force: {np.linalg.norm(w[:3]):.1f} N is more than {PUSH_MAX_FORCE:g} N")
+    if np.linalg.norm(w[3:]) > PUSH_MAX_TORQUE:
+        raise ValueError(f"wrench.torque: {np.linalg.norm(w[3:]):.1f} Nm is more than {PUSH_MAX_TORQUE:g} Nm")
+    if not (np.isfinite(duration) and 0.0 <= duration <= PUSH_MAX_SECONDS):
+        raise ValueError(f"duration: {duration} s is not within 0..{PUSH_MAX_SECONDS:g} s")
+    return np.r_[links.index(link), duration, w]
 
 
 class SimBackend(Backend):
@@ -48,6 +70,8 @@ class SimBackend(Backend):
         self._n_obstacles = len(self.obstacles)  # the scene's geoms come first in the model
         self._contact = np.zeros(self.m.nv)
         self._wrench_body = -1
+        self._link_sites = [mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_SITE, f.name) for f in link_frames(self.rm)]
+        self._r = np.zeros(3)
 
     @property
     def time(self) -> float:
@@ -84,20 +108,37 @@ class SimBackend(Backend):
 
     def apply_wrench(self, link: str, wrench, duration: float) -> None:
         """Push on ``link`` (any link frame: force N, torque Nm, base axes, at the frame's origin) for
-        ``duration`` s of sim time; replaces a wrench still acting."""
+        ``duration`` s of sim time (0: end a push now); replaces a wrench still acting."""
         sid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_SITE, link)
         if sid < 0:
             raise KeyError(f"no link {link!r} in the simulated arm")
         w = np.asarray(wrench, float)
         if w.shape != (6,) or not np.isfinite(w).all():
             raise ValueError(f"wrench must be 6 finite numbers, got {wrench!r}")
+        self._push(sid, w, duration)
+
+    def push(self, link: int, wrench: np.ndarray, duration: float) -> None:
+        """``apply_wrench`` from the loop (MSG_SIM_WRENCH, validated by the listener): ``link`` indexes
+        ``link_frames``; nothing is allocated."""
+        if 0 <= link < len(self._link_sites):
+            self._push(self._link_sites[link], wrench, duration)
+
+    def _push(self, sid: int, w: np.ndarray, duration: float) -> None:
+        xfrc = self._xfrc
         if self._wrench_body >= 0:
-            self._xfrc[self._wrench_body] = 0.0
+            xfrc[self._wrench_body] = 0.0
+            self._wrench_body = -1
+        if not duration > 0.0:
+            return
         bid = int(self.m.site_bodyid[sid])
         # xfrc_applied acts at the body's centre of mass: carry the force's moment from the frame origin there
-        r = self.d.site_xpos[sid] - self.d.xipos[bid]
-        self._xfrc[bid, :3] = w[:3]
-        self._xfrc[bid, 3:] = w[3:] + np.cross(r, w[:3])
+        r = self._r
+        np.subtract(self.d.site_xpos[sid], self.d.xipos[bid], out=r)
+        out = xfrc[bid]
+        out[:] = w
+        out[3] += r[1] * w[2] - r[2] * w[1]
+        out[4] += r[2] * w[0] - r[0] * w[2]
+        out[5] += r[0] * w[1] - r[1] * w[0]
         self._wrench_body = bid
         self.wrench_until = self.d.time + duration
 

@@ -28,6 +28,7 @@ MSG_CUFF = 12  # [1 squeezed | 0 released]: zero-G while squeezed (unless suppre
 MSG_INTERACTION = 13  # control.interaction.pack: an InteractionControlCommand, validated (latched in the loop)
 MSG_ARM_REQUEST = 14  # [request id, ARM_* code, args...]: a request to the arm's own controller (Backend.request)
 MSG_HEAD = 15  # [target (rad), speed ratio 0..1, pan mode 0..3]: a validated HeadPanCommand (sources.head)
+MSG_SIM_WRENCH = 16  # [link (index into model.mujoco_model.link_frames), duration (s), wrench (6)]: sim only
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]

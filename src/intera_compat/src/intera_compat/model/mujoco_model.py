@@ -92,6 +92,11 @@ def link_colors(urdf: str) -> dict[str, str]:
     return out
 
 
+def link_frames(rm: RobotModel) -> list:
+    """The arm's link frames in the plant's site order (a site id is an index into this list)."""
+    return [f for f in rm.model.frames if f.type == pin.BODY and f.name != "universe"]
+
+
 def build_mjcf(rm: RobotModel, obstacles=()) -> str:
     model, cfg = rm.model, rm.cfg
     sim = cfg.sim
@@ -124,9 +129,7 @@ def build_mjcf(rm: RobotModel, obstacles=()) -> str:
                       range=_fmt([lo - stop * (hi - lo), hi + stop * (hi - lo)]),
                       damping="%.6g" % sim["damping"][i], frictionloss="%.6g" % sim["frictionloss"][i],
                       armature="%.6g" % cfg.armature[i])
-    for f in model.frames:  # a site for every link frame, named after the link
-        if f.type != pin.BODY or f.name in ("universe",):
-            continue
+    for f in link_frames(rm):  # a site for every link frame, named after the link (site i = link_frames' i)
         ET.SubElement(bodies[f.parentJoint], "site", name=f.name, pos=_fmt(f.placement.translation),
                       quat=_quat(f.placement.rotation), size="0.005")
     colors = link_colors(rm.urdf)

@@ -23,11 +23,12 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import rospy  # noqa: E402
 from intera_core_msgs.msg import IOComponentConfiguration  # noqa: E402
-from sensor_msgs.msg import Image, JointState  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
 
 from ..config import load_config  # noqa: E402
 from ..io.device import IODevice, Signal  # noqa: E402
 from ..model.robot_model import RobotModel  # noqa: E402
+from .conversions import JointPositions  # noqa: E402
 from .io_server import IONodeServer  # noqa: E402
 
 AUTO = -1
@@ -67,8 +68,6 @@ class CameraNode:
         self.rm = RobotModel(cfg)
         self.specs = camera_specs(cfg)
         self.obstacles = obstacles
-        self.q = cfg.full_pose("neutral")
-        self._index = None
         self.devices = {name: camera_device(name, spec) for name, spec in self.specs.items()}
         self._stream_lock = threading.Lock()
         self._streamer = None  # the camera streaming (or claimed by a set being applied)
@@ -83,7 +82,7 @@ class CameraNode:
                             rospy.Publisher(f"{base}/{name}/image_rect_color" if spec.color else
                                             f"{base}/{name}/image_rect", Image, queue_size=1))
                      for name, spec in self.specs.items()}
-        rospy.Subscriber("/robot/joint_states", JointState, self._on_js, queue_size=1)
+        self.joints = JointPositions(cfg.all_joints, cfg.full_pose("neutral"))
         self.server.publish_node()
         self._thread = threading.Thread(target=self._render_loop, daemon=True, name="camera-render")
         self._thread.start()
@@ -104,18 +103,6 @@ class CameraNode:
                         raise ValueError(f"camera_streaming: {self._streamer} streams (one camera at a time: stop "
                                          f"it first)")
                     self._streamer = dev.name if v else (None if self._streamer == dev.name else self._streamer)
-
-    def _on_js(self, msg: JointState) -> None:
-        names = self.cfg.all_joints
-        if self._index is None or len(self._index) != len(names):
-            try:
-                self._index = [msg.name.index(j) for j in names]
-            except ValueError:
-                return
-        try:
-            self.q = np.array([msg.position[i] for i in self._index])
-        except IndexError:
-            self._index = None
 
     def _streaming(self) -> list[str]:
         return [n for n, d in self.devices.items() if d.value("camera_streaming")]
@@ -142,8 +129,8 @@ class CameraNode:
             for name in streaming:
                 if now >= due[name]:
                     due[name] = max(due[name] + 1.0 / self.specs[name].rate, now)
-                    self._publish(name, renderer.render(name, self.q, exposure_factor(self.devices[name],
-                                                                                      self.specs[name])))
+                    exposure = exposure_factor(self.devices[name], self.specs[name])
+                    self._publish(name, renderer.render(name, self.joints.q, exposure))
             wait = min([due[n] for n in streaming], default=now + 0.05) - time.monotonic()
             time.sleep(min(max(wait, 0.001), 0.05))
         renderer.close()
@@ -164,7 +151,5 @@ class CameraNode:
 def main() -> None:
     rospy.init_node("io_internal_camera")
     cfg = load_config(rospy.get_param("~config", None) or None)
-    scene = rospy.get_param("~scene", "")
-    obstacles = list(cfg.sim.get("obstacles") or []) + list((cfg.sim.get("scenes") or {}).get(scene, []))
-    CameraNode(cfg, obstacles)
+    CameraNode(cfg, cfg.scene_obstacles(rospy.get_param("~scene", "")))
     rospy.spin()

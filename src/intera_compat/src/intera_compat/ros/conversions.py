@@ -1,8 +1,11 @@
 """Small message conversions shared by the nodes."""
 from __future__ import annotations
 
+import numpy as np
 import pinocchio as pin
+import rospy
 from geometry_msgs.msg import Pose
+from sensor_msgs.msg import JointState
 
 
 def pose_msg(M: pin.SE3) -> Pose:
@@ -11,3 +14,24 @@ def pose_msg(M: pin.SE3) -> Pose:
     q = pin.Quaternion(M.rotation)
     p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = q.x, q.y, q.z, q.w
     return p
+
+
+class JointPositions:
+    """The robot's joint positions in config order (``names``), as /robot/joint_states last gave them; ``q`` starts
+    at ``q0`` (a new array per message: readers in other threads take it whole)."""
+
+    def __init__(self, names: list, q0: np.ndarray):
+        self.names, self.q = list(names), np.asarray(q0, float).copy()
+        self._index = None
+        self.sub = rospy.Subscriber("/robot/joint_states", JointState, self._on_js, queue_size=1)
+
+    def _on_js(self, msg: JointState) -> None:
+        if self._index is None:
+            try:
+                self._index = [msg.name.index(j) for j in self.names]
+            except ValueError:
+                return
+        try:
+            self.q = np.array([msg.position[i] for i in self._index])
+        except IndexError:
+            self._index = None

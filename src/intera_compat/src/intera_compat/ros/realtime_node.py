@@ -17,6 +17,7 @@ import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, Wrench, WrenchStamped
 from intera_compat.msg import SafetyStatus
+from intera_compat.srv import ApplyWrench, ApplyWrenchResponse
 from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState, EndpointState, EndpointStates,
                                   HomingCommand, HomingState, JointCommand, JointLimits, RobotAssemblyState,
                                   SEAJointState)
@@ -31,14 +32,17 @@ from ..control.interaction import InteractionLimits
 from ..hardware.adapter import mode_refusal
 from ..hardware.base import Capability
 from ..hardware.registry import declared_capabilities, declared_requests
+from ..hardware.sim import push_words
 from ..loop.channel import Channel
 from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
 from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_HEAD, MSG_INTERACTION,
+                            MSG_SIM_WRENCH,
                             MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
+from ..model.mujoco_model import link_frames
 from ..model.robot_model import RobotModel
 from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from ..safety.faults import describe
@@ -192,9 +196,8 @@ class RealtimeLoopNode:
         if rospy.get_param("~debug_visualize_collisions", False):
             ca = self.cfg.control.get("collision_avoidance", {})
             band = float(ca.get("safety_zone", 0.05)) + float(ca.get("braking_band", 0.05))
-            scene = rospy.get_param("~scene", "")
-            obstacles = list(self.cfg.sim.get("obstacles") or []) + list((self.cfg.sim.get("scenes") or {}).get(scene, []))
-            self.markers = CollisionMarkers(self.rm, self.cfg.base_frame, band, obstacles)
+            self.markers = CollisionMarkers(self.rm, self.cfg.base_frame, band,
+                                            self.cfg.scene_obstacles(rospy.get_param("~scene", "")))
             self.pub_markers = rospy.Publisher("~collision_markers", MarkerArray, queue_size=1)
         lim = self.cfg.limits
         self.pub_limits.publish(JointLimits(joint_names=self.names, position_lower=lim.lower.tolist(),
@@ -218,6 +221,9 @@ class RealtimeLoopNode:
             rospy.Subscriber(f"{L}/{topic}", Empty, lambda _, k=key: self._event(MSG_SUPPRESS, k), queue_size=1,
                              tcp_nodelay=True)
         rospy.Service("/robot/sim/set_estop", SetBool, self._on_estop)
+        if self.backend in ("sim", "sim_position"):  # (the arm is ours to push: the viewer's mouse, tests)
+            self._links = [f.name for f in link_frames(self.rm)]
+            rospy.Service("/robot/sim/apply_wrench", ApplyWrench, self._on_push)
         rospy.Subscriber("~safety_estop", Bool, self._on_safety_estop, queue_size=10)
         rospy.Service("~bypass_safety_checks", SetBool, self._on_bypass)
 
@@ -242,6 +248,18 @@ class RealtimeLoopNode:
         if not self._event(MSG_ESTOP, 1.0 if req.data else 0.0, EVENT_PATIENCE):
             return SetBoolResponse(False, "the realtime loop did not take the request (command ring full)")
         return SetBoolResponse(True, "E-stop " + ("pressed" if req.data else "released"))
+
+    def _on_push(self, req):
+        f, t = req.wrench.force, req.wrench.torque
+        try:
+            words = push_words(self._links, req.link, (f.x, f.y, f.z, t.x, t.y, t.z), req.duration)
+        except ValueError as e:
+            rospy.logerr(f"/robot/sim/apply_wrench refused: {e}; nothing pushed")
+            return ApplyWrenchResponse(False, str(e))
+        if not self._event(MSG_SIM_WRENCH, words, EVENT_PATIENCE):
+            return ApplyWrenchResponse(False, "the realtime loop did not take the request (command ring full)")
+        return ApplyWrenchResponse(True, f"pushing on {req.link} for {req.duration:g} s" if req.duration > 0
+                                   else f"push on {req.link} ended")
 
     def _on_safety_estop(self, msg: Bool) -> None:
         self._event(MSG_SAFETY_ESTOP, 1.0 if msg.data else 0.0, EVENT_PATIENCE)

@@ -1,0 +1,126 @@
+"""``viewer:=true``: MuJoCo's interactive viewer on the simulated arm, in a process of its own.
+
+The realtime loop's plant is never touched by a GUI (a viewer in the loop process would hold the plant for a frame
+at a time and share its core): the viewer draws a *mirror* of it — the same model (the config's arm, the obstacle
+scene, a floor) posed from /robot/joint_states and forward-computed, so the contacts show (the left panel's
+Rendering tab: contact points and forces) — at ``~rate`` frames a second, off the loop's core.
+
+Pushing with the mouse acts on the real plant: double-click a link to select it, then Ctrl + right-drag pulls it,
+Ctrl + left-drag twists it. The force MuJoCo's spring to the mouse makes on the mirror (``mjv_applyPerturbForce``),
+capped at ``~max_force`` N and ``~max_torque`` Nm, goes to /robot/sim/apply_wrench every frame, lasting a few
+frames, so letting go (or the viewer dying) ends it. The arm feels it as it would a hand: collision detection
+stops it, zero-G (a cuff squeeze) lets it float, interaction control yields.
+
+Parameters: ``~config``, ``~scene`` (as the loop's), ``~rate`` (30 Hz), ``~max_force`` (150 N), ``~max_torque``
+(30 Nm). Closing the window ends the node (nothing else depends on it).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import mujoco
+import numpy as np
+import rospy
+from geometry_msgs.msg import Vector3, Wrench
+
+from ..config import load_config
+from ..loop.scheduler import keep_off_cpu, loop_cpu
+from ..model.cameras import camera_mjcf
+from ..model.robot_model import RobotModel
+from .conversions import JointPositions
+
+HOLD_FRAMES = 3  # a push lasts this many frames unless renewed: a stalled or closed viewer lets go by itself
+
+
+class Mirror:
+    """The plant's model and a pose of it; ``perturbation`` turns the viewer's mouse into a push on a link."""
+
+    def __init__(self, rm: RobotModel, obstacles=(), max_force: float = 150.0, max_torque: float = 30.0):
+        self.model = mujoco.MjModel.from_xml_string(camera_mjcf(rm, {}, obstacles))
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._qadr = np.array([m.joint(n).qposadr[0] for n in rm.joint_names])  # (tree order ≠ config's)
+        # each link's body and the site at its frame origin (bodies are named after their link)
+        self._site = {b: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, m.body(b).name) for b in range(1, m.nbody)}
+        self.max_force, self.max_torque = max_force, max_torque
+
+    def pose(self, q: np.ndarray) -> None:
+        self.data.qpos[self._qadr] = q
+        mujoco.mj_forward(self.model, self.data)
+
+    def perturbation(self, pert) -> tuple[str, np.ndarray] | None:
+        """The push the viewer's perturbation ``pert`` (an ``MjvPerturb``) makes on the posed mirror: (link,
+        wrench at the link frame's origin, base axes, capped), or None when nothing is being pushed."""
+        b = int(pert.select)
+        if b <= 0 or not pert.active or self._site.get(b, -1) < 0:
+            return None
+        m, d = self.model, self.data
+        d.xfrc_applied[:] = 0.0
+        mujoco.mjv_applyPerturbForce(m, d, pert)
+        w = d.xfrc_applied[b].copy()  # at the body's centre of mass
+        d.xfrc_applied[:] = 0.0  # (the mirror only shows: the plant moves it)
+        w[3:] += np.cross(d.xipos[b] - d.site_xpos[self._site[b]], w[:3])  # the same push about the frame origin
+        for part, cap in ((w[:3], self.max_force), (w[3:], self.max_torque)):
+            norm = np.linalg.norm(part)
+            if norm > cap:
+                part *= cap / norm
+        if not np.isfinite(w).all():
+            return None
+        return m.body(b).name, w
+
+
+def _wrench(w) -> Wrench:
+    return Wrench(force=Vector3(*w[:3]), torque=Vector3(*w[3:]))
+
+
+def main() -> None:
+    rospy.init_node("plant_viewer")
+    keep_off_cpu(loop_cpu())  # (the loop has its core; rendering may be on the CPU)
+    import mujoco.viewer
+    from intera_compat.srv import ApplyWrench
+
+    cfg = load_config(rospy.get_param("~config", None) or None)
+    rm = RobotModel(cfg)
+    mirror = Mirror(rm, cfg.scene_obstacles(rospy.get_param("~scene", "")),
+                    float(rospy.get_param("~max_force", 150.0)), float(rospy.get_param("~max_torque", 30.0)))
+    period = 1.0 / float(rospy.get_param("~rate", 30.0))
+    joints = JointPositions(cfg.all_joints, cfg.full_pose("neutral"))
+    push = rospy.ServiceProxy("/robot/sim/apply_wrench", ApplyWrench, persistent=True)
+
+    def send(link: str, w: np.ndarray, seconds: float):
+        nonlocal push
+        try:
+            r = push(link, _wrench(w), seconds)
+            if not r.success:
+                rospy.logwarn_throttle(2.0, f"plant_viewer: push refused: {r.message}")
+        except (rospy.ServiceException, OSError) as e:  # (the loop is not up yet, or restarted)
+            rospy.logwarn_throttle(5.0, f"plant_viewer: /robot/sim/apply_wrench unavailable ({e}); no push")
+            push = rospy.ServiceProxy("/robot/sim/apply_wrench", ApplyWrench, persistent=True)
+
+    mirror.pose(joints.q)
+    before = set(threading.enumerate())
+    with mujoco.viewer.launch_passive(mirror.model, mirror.data) as viewer:
+        viewer.cam.lookat[:] = (0.35, 0.0, 0.1)
+        viewer.cam.distance, viewer.cam.azimuth, viewer.cam.elevation = 2.6, 150.0, -22.0
+        rospy.loginfo("plant_viewer: up (double-click a link, then Ctrl + right-drag to push it)")
+        pushing = None
+        due = time.monotonic()
+        while viewer.is_running() and not rospy.is_shutdown():
+            with viewer.lock():
+                mirror.pose(joints.q)
+                p = mirror.perturbation(viewer.perturb)
+            viewer.sync()
+            if p is not None:
+                send(p[0], p[1], HOLD_FRAMES * period)
+            elif pushing is not None:
+                send(pushing, np.zeros(6), 0.0)  # let go
+            pushing = p[0] if p is not None else None
+            due = max(due + period, time.monotonic())
+            time.sleep(max(due - time.monotonic(), 0.0))
+        if pushing is not None:
+            send(pushing, np.zeros(6), 0.0)
+    for t in set(threading.enumerate()) - before:  # the viewer's UI thread: exiting under it crashes (GLFW)
+        if "launch_internal" in t.name:
+            t.join(5.0)
+    rospy.loginfo("plant_viewer: window closed")
