@@ -3,8 +3,8 @@
 
 * ``docs/img/rviz.png``: ``sawyer_sim.launch rviz:=true`` on a private master, RViz's window grabbed from Xvfb once
   the robot is up and enabled;
-* ``docs/img/plant.png``: the MuJoCo plant as the simulator has it (the same colours, the obstacle scene ``table``),
-  drawn offscreen (EGL) from a camera looking at the arm in its neutral pose.
+* ``docs/img/viewer.png``: ``sawyer_sim.launch viewer:=true scene:=table``, MuJoCo's viewer on the plant (the same
+  colours, the obstacle scene), grabbed the same way.
 
 Needs ``./setup.sh --with-viz`` (RViz, Xvfb). Run from the repository root after ``. ./env.sh``:
 
@@ -53,17 +53,19 @@ def stop(proc):
             pass
 
 
-def rviz_shot(display: str, path: str) -> None:
+def launch_shot(display: str, path: str, *args: str) -> None:
+    """``sawyer_sim.launch`` with ``args`` on a private master; the screen grabbed once the robot is up and enabled
+    and its windows have drawn."""
     from PIL import ImageGrab
     port = free_port()
     env = dict(os.environ, DISPLAY=display, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1",
                ROS_HOME=tempfile.mkdtemp(prefix="screenshots-"))
-    launch = subprocess.Popen(["roslaunch", "-p", str(port), "intera_compat", "sawyer_sim.launch", "rviz:=true",
-                               "no_rt:=true"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    launch = subprocess.Popen(["roslaunch", "-p", str(port), "intera_compat", "sawyer_sim.launch", "no_rt:=true",
+                               *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     try:
         deadline = time.time() + 90
-        while time.time() < deadline:  # (the robot up and enabled, RViz drawing)
+        while time.time() < deadline:
             probe = subprocess.run(["rostopic", "echo", "-n1", "/robot/state/enabled"], env=env,
                                    capture_output=True, text=True, timeout=30)
             if "True" in probe.stdout:
@@ -75,42 +77,15 @@ def rviz_shot(display: str, path: str) -> None:
         stop(launch)
 
 
-def plant_shot(path: str) -> None:
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    import mujoco
-    import numpy as np
-    from PIL import Image
-
-    from intera_compat.config import load_config
-    from intera_compat.model.cameras import camera_mjcf
-    from intera_compat.model.robot_model import RobotModel
-
-    cfg = load_config()
-    rm = RobotModel(cfg)
-    scene = (cfg.sim.get("scenes") or {}).get("table", [])
-    model = mujoco.MjModel.from_xml_string(camera_mjcf(rm, {}, list(cfg.sim.get("obstacles") or []) + list(scene)))
-    model.vis.global_.offwidth, model.vis.global_.offheight = 1280, 900
-    data = mujoco.MjData(model)
-    for name, q in zip(rm.joint_names, cfg.full_pose("neutral")):
-        data.qpos[model.joint(name).qposadr[0]] = q
-    mujoco.mj_forward(model, data)
-    cam = mujoco.MjvCamera()
-    cam.lookat[:] = (0.35, 0.0, 0.1)
-    cam.distance, cam.azimuth, cam.elevation = 2.6, 150.0, -22.0
-    with mujoco.Renderer(model, 900, 1280) as r:
-        r.update_scene(data, camera=cam)
-        Image.fromarray(np.asarray(r.render())).save(path)
-
-
 def main() -> int:
     os.makedirs(OUT, exist_ok=True)
-    plant_shot(os.path.join(OUT, "plant.png"))
     proc, display = xvfb()
     try:
-        rviz_shot(display, os.path.join(OUT, "rviz.png"))
+        launch_shot(display, os.path.join(OUT, "rviz.png"), "rviz:=true")
+        launch_shot(display, os.path.join(OUT, "viewer.png"), "viewer:=true", "scene:=table", "cameras:=false")
     finally:
         stop(proc)
-    print(f"wrote {OUT}/plant.png, {OUT}/rviz.png")
+    print(f"wrote {OUT}/rviz.png, {OUT}/viewer.png")
     return 0
 
 

@@ -48,3 +48,13 @@ def test_doctor_names_a_missing_interface(launch):
     rc, out = doctor_until(lambda rc, out: len(robot_fails(out)) == 1)
     assert rc == 1 and [f.split()[2] for f in robot_fails(out)] == ["/robot/limb/right/follow_joint_trajectory"], out
     robot.close()
+
+
+def test_the_readme_troubleshooting_table_is_doctors():
+    """The README's troubleshooting table is ``doctor --troubleshooting``'s output (every problem, the fix it gives)."""
+    import re
+
+    from intera_compat.ros.doctor import troubleshooting
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "README.md")).read()
+    block = re.search(r"<!-- doctor --troubleshooting -->\n(.*?)\n<!-- end doctor --troubleshooting -->", readme, re.S)
+    assert block and block.group(1) == troubleshooting()

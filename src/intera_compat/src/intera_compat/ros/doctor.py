@@ -56,6 +56,53 @@ PARAMS = ("/robot_config/assembly_names", "/robot_config/right_config/joint_name
           "/robot_description")
 START = "start the robot: . ./env.sh && roslaunch intera_compat sawyer_sim.launch"
 SDK_VERSIONS = ("5.3.0", "5.3.1", "5.3.2")  # what intera_interface's version check (SDK 5.3) accepts
+REBUILD = "rebuild the message packages (./setup.sh) on both sides"
+# Every problem doctor can report, as (check, what it says, the fix): the checks below give these fixes, and the
+# README's troubleshooting table is printed from this list (doctor --troubleshooting), so both say the same.
+TROUBLES = {
+    "venv": ("Python venv", "not the repository's venv over /usr/bin/python3",
+             "source the environment first: . ./env.sh (after ./setup.sh)"),
+    "no_cv_bridge": ("numpy and cv_bridge", "no cv_bridge (the SDK's camera/display scripts need it)",
+                     "./setup.sh --with-sdk"),
+    "cv_bridge": ("numpy and cv_bridge", "importing cv_bridge prints an error (a build for another numpy)",
+                  "./setup.sh --with-sdk (PyPI's cv-bridge shadows Debian's numpy-1.x build)"),
+    "rt": ("realtime scheduling", "the loop's SCHED_FIFO / CPU pinning refused: it runs at normal priority (more "
+           "late cycles)", "run as root, or give the user rtprio (limits.conf) / CAP_SYS_NICE; or launch with "
+           "no_rt:=true"),
+    "host": ("ROS_HOSTNAME / ROS_IP", "does not resolve",
+             "export ROS_HOSTNAME=127.0.0.1 (or a name other machines resolve)"),
+    "no_host": ("ROS_HOSTNAME / ROS_IP", "unset: nodes advertise the machine's hostname",
+                "export ROS_HOSTNAME=127.0.0.1 for a robot on this machine"),
+    "loopback": ("ROS_HOSTNAME / ROS_IP", "localhost while the master is on another machine: its nodes cannot "
+                 "connect back", "export ROS_HOSTNAME=(this machine's name or address, as the robot resolves it)"),
+    "no_sdk": ("Intera SDK", "not found (intera_interface does not import)",
+               "clone RethinkRobotics/intera_sdk into src/ and run ./setup.sh --with-sdk"),
+    "sdk": ("Intera SDK", "intera_interface found, intera_examples / intera_motion_interface / PyKDL / xacro "
+            "missing", "./setup.sh --with-sdk"),
+    "no_uri": ("ROS master", "ROS_MASTER_URI is unset", ". ./env.sh (it sets ROS_MASTER_URI)"),
+    "bad_uri": ("ROS master", "ROS_MASTER_URI is not http://host:port",
+                "export ROS_MASTER_URI=http://localhost:11311 (. ./env.sh does)"),
+    "master": ("ROS master", "does not answer", START),
+    "param": ("param /robot_config/..., /manifest/..., /named_poses/..., /robot_description", "missing",
+              START + " (it loads /robot_config, /manifest, /named_poses)"),
+    "version": ("SDK version check", "HLR_VERSION_STRING is not one the SDK takes: its RobotEnable exits",
+                "the robot's params must say " + " / ".join(SDK_VERSIONS) + " (config/sawyer_params.yaml)"),
+    "interface": ("pub / sub / srv / act NAME", "nobody publishes / nobody subscribes / no such service", START),
+    "md5": ("pub / srv NAME", "an md5 other than the SDK's messages have", REBUILD),
+    "type": ("pub / sub / act NAME", "a type other than the SDK expects", "a node of another robot stack?"),
+    "state": ("robot state", "stopped or in error", "rosrun intera_interface enable_robot.py -r, then -e"),
+}
+
+
+def fix(key: str) -> str:
+    return TROUBLES[key][2]
+
+
+def troubleshooting() -> str:
+    """The README's troubleshooting table (markdown)."""
+    rows = ["| doctor's check | when it says | do this |", "|---|---|---|"]
+    rows += [f"| {what} | {says} | {fx} |" for what, says, fx in TROUBLES.values()]
+    return "\n".join(rows)
 
 
 def _run(argv: list, timeout: float = 60.0) -> subprocess.CompletedProcess:
@@ -108,28 +155,25 @@ def check_environment(r: Report) -> str:
         r.add(OK, "Python venv", f"{sys.prefix} (over /usr/bin/python3)")
     else:
         r.add(FAIL, "Python venv", f"{sys.executable} is not the repository's venv over /usr/bin/python3",
-              "source the environment first: . ./env.sh (after ./setup.sh)")
+              fix("venv"))
     probe = _run([sys.executable, "-c", "import numpy; print(numpy.__version__)\nimport cv_bridge"])
     numpy = probe.stdout.strip() or "?"
     if probe.returncode == 0 and not probe.stderr.strip():
         r.add(OK, "numpy and cv_bridge", f"numpy {numpy}, cv_bridge imports cleanly")
     elif "No module named 'cv_bridge'" in probe.stderr:
         r.add(WARN, "numpy and cv_bridge", f"numpy {numpy}, no cv_bridge (the SDK's camera/display scripts need it)",
-              "./setup.sh --with-sdk")
+              fix("no_cv_bridge"))
     else:  # (only the SDK's scripts use cv_bridge: without the SDK it is a warning)
         last = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
         r.add(FAIL if importlib.util.find_spec("intera_interface") else WARN, "numpy and cv_bridge",
-              f"numpy {numpy}: importing cv_bridge printed: {last}",
-              "./setup.sh --with-sdk (PyPI's cv-bridge shadows Debian's numpy-1.x build)")
+              f"numpy {numpy}: importing cv_bridge printed: {last}", fix("cv_bridge"))
     rt = _run([sys.executable, "-c", "from intera_compat.loop.scheduler import loop_cpu, setup_realtime\n"
                                      "cpu = loop_cpu(); info = setup_realtime(cpu)\nprint(cpu, info['fifo'])"])
     words = rt.stdout.split()
     if rt.returncode == 0 and words[-1:] == ["True"]:
         r.add(OK, "realtime scheduling", f"SCHED_FIFO and the loop's CPU ({words[0]}) granted, as the loop asks")
     else:
-        r.add(WARN, "realtime scheduling", "the loop's SCHED_FIFO / CPU pinning refused: it runs at normal priority "
-              "(more late cycles)", "run as root, or give the user rtprio (limits.conf) / CAP_SYS_NICE; or launch "
-              "with no_rt:=true")
+        r.add(WARN, *TROUBLES["rt"][:3])
     uri = os.environ.get("ROS_MASTER_URI", "")
     host = os.environ.get("ROS_HOSTNAME") or os.environ.get("ROS_IP") or ""
     if host:
@@ -137,20 +181,17 @@ def check_environment(r: Report) -> str:
             socket.getaddrinfo(host, None)
             r.add(OK, "ROS_HOSTNAME / ROS_IP", host)
         except OSError:
-            r.add(FAIL, "ROS_HOSTNAME / ROS_IP", f"{host!r} does not resolve",
-                  "export ROS_HOSTNAME=127.0.0.1 (or a name other machines resolve)")
+            r.add(FAIL, "ROS_HOSTNAME / ROS_IP", f"{host!r} does not resolve", fix("host"))
     else:
-        r.add(WARN, "ROS_HOSTNAME / ROS_IP", "unset: nodes advertise the machine's hostname",
-              "export ROS_HOSTNAME=127.0.0.1 for a robot on this machine")
+        r.add(WARN, *TROUBLES["no_host"])
     sdk = importlib.util.find_spec("intera_interface")
     if sdk is None:
-        r.add(WARN, "Intera SDK", "not found (intera_interface does not import)",
-              "clone RethinkRobotics/intera_sdk into src/ and run ./setup.sh --with-sdk")
+        r.add(WARN, *TROUBLES["no_sdk"])
     else:
         missing = [m for m in ("intera_examples", "intera_motion_interface", "PyKDL", "xacro")
                    if importlib.util.find_spec(m) is None]
         if missing:
-            r.add(FAIL, "Intera SDK", f"intera_interface found, missing {missing}", "./setup.sh --with-sdk")
+            r.add(FAIL, "Intera SDK", f"intera_interface found, missing {missing}", fix("sdk"))
         else:
             r.add(OK, "Intera SDK", os.path.dirname(sdk.origin))
     return uri
@@ -184,7 +225,7 @@ def _listen_md5(topic: str, timeout: float) -> str | None:
 
 def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
     if not uri:
-        r.add(FAIL, "ROS master", "ROS_MASTER_URI is unset", ". ./env.sh (it sets ROS_MASTER_URI)")
+        r.add(FAIL, *TROUBLES["no_uri"])
         return
     u = urlparse(uri)
     try:
@@ -192,17 +233,15 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
     except ValueError:
         well_formed = False
     if not well_formed:
-        r.add(FAIL, "ROS master", f"ROS_MASTER_URI {uri!r} is not http://host:port", "export "
-              "ROS_MASTER_URI=http://localhost:11311 (. ./env.sh does)")
+        r.add(FAIL, "ROS master", f"ROS_MASTER_URI {uri!r} is not http://host:port", fix("bad_uri"))
         return
     if not _reachable(uri):
-        r.add(FAIL, "ROS master", f"{uri} does not answer", START)
+        r.add(FAIL, "ROS master", f"{uri} does not answer", fix("master"))
         return
     host = os.environ.get("ROS_HOSTNAME") or os.environ.get("ROS_IP") or ""
     if host in ("localhost", "127.0.0.1") and u.hostname not in ("localhost", "127.0.0.1"):
         r.add(FAIL, "ROS_HOSTNAME / ROS_IP", f"{host!r} while the master is on {u.hostname}: its nodes cannot "
-              f"connect back to this machine", "export ROS_HOSTNAME=<this machine's name or address, as the robot "
-              "resolves it>")
+              f"connect back to this machine", fix("loopback"))
     r.add(OK, "ROS master", uri)
     import rosgraph
     import rospy
@@ -213,12 +252,12 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
         if master.hasParam(p):
             r.add(OK, f"param {p}", "set")
         else:
-            r.add(FAIL, f"param {p}", "missing", START + " (it loads /robot_config, /manifest, /named_poses)")
+            r.add(FAIL, f"param {p}", "missing", fix("param"))
     version = str(master.getParam(PARAMS[3])) if master.hasParam(PARAMS[3]) else ""
     m = re.match(r"^(\d+)\.(\d+)\.(\d+)", version)
     if version and (m is None or m.group(0) not in SDK_VERSIONS):
         r.add(FAIL, "SDK version check", f"HLR_VERSION_STRING {version!r}: the SDK's RobotEnable exits (it takes "
-              f"{', '.join(SDK_VERSIONS)})", "the robot's params must say one of them (config/sawyer_params.yaml)")
+              f"{', '.join(SDK_VERSIONS)})", fix("version"))
     pubs, subs, _ = master.getSystemState()
     published = {t: n for t, n in pubs}
     subscribed = {t: n for t, n in subs}
@@ -234,27 +273,27 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
                 except rosservice.ROSServiceIOException:
                     svc_uri = None
                 if not svc_uri:
-                    r.add(missing, what, "no such service", START)
+                    r.add(missing, what, "no such service", fix("interface"))
                     continue
                 try:
                     md5 = rosservice.get_service_headers(name, svc_uri).get("md5sum", "")
                 except Exception as e:  # (a server that does not answer its header)
-                    r.add(bad, what, f"the server at {svc_uri} did not answer: {e!r}", START)
+                    r.add(bad, what, f"the server at {svc_uri} did not answer: {e!r}", fix("interface"))
                     continue
                 want = _md5(typ)
                 status = OK if md5 == want else bad
                 r.add(status, what, f"{typ} md5 {md5}" + ("" if status == OK else f" (the SDK's: {want})"),
-                      "rebuild the message packages (./setup.sh) on both sides")
+                      fix("md5"))
                 continue
             robot_pubs = kind in ("pub", "act")
             nodes = (published if robot_pubs else subscribed).get(topic)
             if not nodes:
-                r.add(missing, what, "nobody " + ("publishes" if robot_pubs else "subscribes"), START)
+                r.add(missing, what, "nobody " + ("publishes" if robot_pubs else "subscribes"), fix("interface"))
                 continue
             typ_topic = "actionlib_msgs/GoalStatusArray" if kind == "act" else typ
             have = types.get(topic, "")
             if have != typ_topic:
-                r.add(bad, what, f"type {have}, the SDK expects {typ_topic}", "a node of another robot stack?")
+                r.add(bad, what, f"type {have}, the SDK expects {typ_topic}", fix("type"))
                 continue
             if kind == "pub":
                 md5 = _listen_md5(topic, wait)
@@ -262,8 +301,7 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
                 if md5 is None:
                     r.add(WARN, what, f"{typ}: no message within {wait:g} s (published by {', '.join(nodes)})")
                 elif md5 != want:
-                    r.add(bad, what, f"{typ} md5 {md5}, the original robot's {want}",
-                          "rebuild the message packages (./setup.sh) on both sides")
+                    r.add(bad, what, f"{typ} md5 {md5}, the original robot's {want}", fix("md5"))
                 else:
                     r.add(OK, what, f"{typ} md5 {md5}")
             else:
@@ -274,8 +312,7 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
         try:
             s = rospy.wait_for_message("/robot/state", RobotAssemblyState, wait)
             if s.stopped or s.error:
-                r.add(WARN, "robot state", f"stopped={s.stopped} error={s.error}",
-                      "rosrun intera_interface enable_robot.py -r, then -e")
+                r.add(WARN, "robot state", f"stopped={s.stopped} error={s.error}", fix("state"))
             else:
                 r.add(OK, "robot state", "enabled" if s.enabled else "disabled (enable_robot.py -e enables it)")
         except rospy.ROSException:
@@ -287,7 +324,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wait", type=float, default=3.0, help="seconds to wait for one message of each topic")
     ap.add_argument("--no-robot", action="store_true", help="check the environment only")
+    ap.add_argument("--troubleshooting", action="store_true", help="print every problem it can report with its fix "
+                    "(the README's troubleshooting table) and exit")
     args = ap.parse_args(argv)
+    if args.troubleshooting:
+        print(troubleshooting())
+        return 0
     r = Report()
     uri = check_environment(r)
     if not args.no_robot:

@@ -56,6 +56,14 @@ def screen_image(msg: Image) -> Image:
                  step=SCREEN_W * 3, data=screen.tobytes())
 
 
+def boot_screen() -> Image:
+    """What the screen shows until a client sends an image: dark, with a band in the arm's red."""
+    screen = np.full((SCREEN_H, SCREEN_W, 3), 38, np.uint8)
+    screen[SCREEN_H // 2 - 6:SCREEN_H // 2 + 6, SCREEN_W // 8:SCREEN_W - SCREEN_W // 8] = (30, 30, 200)  # (BGR)
+    return Image(height=SCREEN_H, width=SCREEN_W, encoding="bgr8", is_bigendian=0, step=SCREEN_W * 3,
+                 data=screen.tobytes())
+
+
 class HeadTopics:
     """``post(target, ratio, mode)`` hands a valid command to the loop; ``publish(st)`` at 100 Hz."""
 
@@ -63,6 +71,7 @@ class HeadTopics:
         self.post, self.i = post, head_index
         self.pub_state = rospy.Publisher("/robot/head/head_state", HeadState, queue_size=1, tcp_nodelay=True)
         self.pub_screen = rospy.Publisher("/robot/head_display/screen", Image, queue_size=1, latch=True)
+        self.pub_screen.publish(boot_screen())
         rospy.Subscriber("/robot/head/command_head_pan", HeadPanCommand, self._on_pan, queue_size=1,
                          tcp_nodelay=True)
         rospy.Subscriber("/robot/head_display", Image, self._on_display, queue_size=1, buff_size=2 ** 24)
