@@ -55,7 +55,7 @@ def stop(proc):
 
 def launch_shot(display: str, path: str, *args: str) -> None:
     """``sawyer_sim.launch`` with ``args`` on a private master; the screen grabbed once the robot is up and enabled
-    and its windows have drawn."""
+    and its windows have drawn (cropped to them: no window manager places them)."""
     from PIL import ImageGrab
     port = free_port()
     env = dict(os.environ, DISPLAY=display, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_HOSTNAME="127.0.0.1",
@@ -72,7 +72,8 @@ def launch_shot(display: str, path: str, *args: str) -> None:
                 break
             time.sleep(1.0)
         time.sleep(12.0)
-        ImageGrab.grab(xdisplay=display).save(path)
+        img = ImageGrab.grab(xdisplay=display)
+        img.crop(img.convert("L").getbbox() or (0, 0, *img.size)).save(path)
     finally:
         stop(launch)
 

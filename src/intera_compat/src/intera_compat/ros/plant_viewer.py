@@ -100,7 +100,7 @@ def main() -> None:
 
     mirror.pose(joints.q)
     before = set(threading.enumerate())
-    with mujoco.viewer.launch_passive(mirror.model, mirror.data) as viewer:
+    with mujoco.viewer.launch_passive(mirror.model, mirror.data, show_right_ui=False) as viewer:  # (Shift+Tab)
         viewer.cam.lookat[:] = (0.35, 0.0, 0.1)
         viewer.cam.distance, viewer.cam.azimuth, viewer.cam.elevation = 2.6, 150.0, -22.0
         rospy.loginfo("plant_viewer: up (double-click a link, then Ctrl + right-drag to push it)")
