@@ -51,3 +51,13 @@ def test_a_far_drag_is_capped_and_nothing_selected_is_no_push(mirror):
     assert mirror.perturbation(pert) is None  # selected, not dragged
     pert.active, pert.select = int(mujoco.mjtPertBit.mjPERT_TRANSLATE), 0
     assert mirror.perturbation(pert) is None  # the world (the floor, the table) is not ours to push
+
+
+def test_a_push_lasts_a_few_frames_of_the_robots_time_however_fast_the_simulation_runs():
+    from intera_compat.ros.plant_viewer import TimeRate
+    r = TimeRate()
+    assert r.update(10.0, 100.0) == 1.0  # (nothing measured yet: real time)
+    assert r.update(16.0, 100.5) == pytest.approx(12.0)  # speedup:=0 on a fast machine
+    assert r.update(16.25, 101.0) == pytest.approx(0.5)  # slower than real time
+    assert r.update(0.5, 101.6) == pytest.approx(0.5)  # (the simulator restarted: measured anew)
+    assert r.update(0.5, 102.2) == pytest.approx(0.02)  # paused: the floor, never zero

@@ -181,6 +181,10 @@ class Backend(abc.ABC):
         torque; base axes, at the link frame's origin) for ``duration`` s (0: end a push). Real arms have nothing
         to push with (the listener offers /robot/sim/apply_wrench on simulated arms only)."""
 
+    def simulate_fault(self, code: int, duration: float) -> None:
+        """A simulated arm: report fault ``code`` (``safety.faults``: link lost, protective stop, controller error,
+        hardware E-stop) from ``read`` for ``duration`` s, as a real arm would. Real arms ignore it."""
+
     # ---- trajectory-only arms --------------------------------------------------------------------------
     def submit(self, t, q, v, a) -> bool:
         """Hand a whole trajectory (times (k,), positions/velocities/accelerations (k, n)) to the arm."""

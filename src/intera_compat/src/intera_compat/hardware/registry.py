@@ -19,7 +19,7 @@ def _sim(cls):
     def build(rm: RobotModel, options: dict) -> Backend:
         cfg = rm.cfg
         obstacles = cfg.scene_obstacles(options.get("scene", ""))
-        return cls(rm, cfg.full_pose(cfg.sim.get("initial_pose", "neutral")), obstacles)
+        return cls(rm, cfg.start_pose(options.get("initial_pose", "")), obstacles)
     return build
 
 

@@ -12,17 +12,28 @@ import numpy as np
 
 from ..model.mujoco_model import link_frames, load_mujoco
 from ..model.robot_model import RobotModel
+from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST, FAULT_PROTECTIVE_STOP
 from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
 
 
-PUSH_MAX_FORCE, PUSH_MAX_TORQUE, PUSH_MAX_SECONDS = 1000.0, 300.0, 3600.0  # N, Nm, s: beyond, a push is refused
+# beyond these a push is refused: a hand's or a payload's worth (the arm's joints hold ~80 Nm at most), for a while
+PUSH_MAX_FORCE, PUSH_MAX_TORQUE, PUSH_MAX_SECONDS = 300.0, 100.0, 600.0  # N, Nm, s
 
 
-def push_words(links: list, link: str, wrench, duration: float) -> np.ndarray:
+def pushable_links(rm: RobotModel) -> tuple[list, set]:
+    """Every link name in ``link_frames`` order (a push's index), and those fixed to the world (nothing to push)."""
+    frames = link_frames(rm)
+    return [f.name for f in frames], {f.name for f in frames if f.parentJoint == 0}
+
+
+def push_words(links: list, link: str, wrench, duration: float, fixed=()) -> np.ndarray:
     """A push on a simulated arm's link checked and packed for the loop (``MSG_SIM_WRENCH``): ``links`` the link
-    names in ``link_frames`` order, ``wrench`` (fx, fy, fz, tx, ty, tz). ValueError naming the field otherwise."""
+    names in ``link_frames`` order, ``fixed`` those fixed to the world, ``wrench`` (fx, fy, fz, tx, ty, tz).
+    ValueError naming the field otherwise."""
     if link not in links:
         raise ValueError(f"link: no link {link!r} in the simulated arm (links: {', '.join(links)})")
+    if link in fixed:
+        raise ValueError(f"link: {link} is fixed to the world (a push on it moves nothing)")
     w = np.asarray(wrench, float)
     fields = ("force.x", "force.y", "force.z", "torque.x", "torque.y", "torque.z")
     for name, v in zip(fields, w):
@@ -37,6 +48,19 @@ def push_words(links: list, link: str, wrench, duration: float) -> np.ndarray:
     return np.r_[links.index(link), duration, w]
 
 
+SIM_FAULTS = {"link_lost": FAULT_LINK_LOST, "protective_stop": FAULT_PROTECTIVE_STOP,
+              "controller_error": FAULT_CONTROLLER_ERROR, "hardware_estop": FAULT_HARDWARE_ESTOP}
+
+
+def fault_words(fault: str, duration: float) -> np.ndarray:
+    """A simulated fault checked and packed for the loop (``MSG_SIM_FAULT``); ValueError naming the field."""
+    if fault not in SIM_FAULTS:
+        raise ValueError(f"fault: {fault!r} is not one of {', '.join(SIM_FAULTS)}")
+    if not (np.isfinite(duration) and 0.0 < duration <= PUSH_MAX_SECONDS):
+        raise ValueError(f"duration: {duration} s is not within (0, {PUSH_MAX_SECONDS:g}] s")
+    return np.array([SIM_FAULTS[fault], duration], float)
+
+
 class SimBackend(Backend):
     capabilities = frozenset({Capability.TORQUE, Capability.EFFORT, Capability.SIM_TIME})
 
@@ -46,7 +70,7 @@ class SimBackend(Backend):
         self.period = float(rm.cfg.sim.get("timestep", 0.001))
         self.initial_q = None if initial_q is None else np.asarray(initial_q, float)
         self.obstacles = list(rm.cfg.sim.get("obstacles") or []) if obstacles is None else list(obstacles)
-        self.wrench_until = -1.0  # sim time at which an applied wrench ends
+        self.fault_code, self.fault_until = 0, -1.0  # a simulated fault of the arm's (simulate_fault)
         self.m = None
         self.d = None
 
@@ -69,9 +93,20 @@ class SimBackend(Backend):
         self._xfrc = d.xfrc_applied
         self._n_obstacles = len(self.obstacles)  # the scene's geoms come first in the model
         self._contact = np.zeros(self.m.nv)
-        self._wrench_body = -1
-        self._link_sites = [mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_SITE, f.name) for f in link_frames(self.rm)]
-        self._r = np.zeros(3)
+        # pushes (apply_wrench / push): one per body, each a wrench at a link frame's origin, re-applied at the
+        # body's centre of mass every step (the frame turns with the body) until its end (sim time)
+        self._links, self._fixed = pushable_links(self.rm)
+        self._link_sites = [mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_SITE, n) for n in self._links]
+        if min(self._link_sites) < 0:
+            raise RuntimeError("the plant lacks a site for a link frame")
+        self._site_body = [int(b) for b in self.m.site_bodyid]
+        self._site_xpos, self._xipos = d.site_xpos, d.xipos
+        nb = self.m.nbody
+        self._push_w = np.zeros((nb, 6))
+        self._push_site = [-1] * nb
+        self._push_until = [-1.0] * nb
+        self._pushed: list = []  # bodies pushed now
+        self._push_end = float("inf")  # the earliest end of a push
 
     @property
     def time(self) -> float:
@@ -107,40 +142,62 @@ class SimBackend(Backend):
         return total
 
     def apply_wrench(self, link: str, wrench, duration: float) -> None:
-        """Push on ``link`` (any link frame: force N, torque Nm, base axes, at the frame's origin) for
-        ``duration`` s of sim time (0: end a push now); replaces a wrench still acting."""
-        sid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_SITE, link)
-        if sid < 0:
-            raise KeyError(f"no link {link!r} in the simulated arm")
-        w = np.asarray(wrench, float)
-        if w.shape != (6,) or not np.isfinite(w).all():
-            raise ValueError(f"wrench must be 6 finite numbers, got {wrench!r}")
-        self._push(sid, w, duration)
+        """Push on ``link`` (any link frame not fixed to the world: force N, torque Nm, base axes, at the frame's
+        origin) for ``duration`` s of sim time (0: end the push on that link's body now); replaces a push on the
+        same body. ValueError (as ``push_words``) for what the loop's listener would refuse."""
+        words = push_words(self._links, link, wrench, duration, self._fixed)
+        self.push(int(words[0]), words[2:], words[1])
 
     def push(self, link: int, wrench: np.ndarray, duration: float) -> None:
-        """``apply_wrench`` from the loop (MSG_SIM_WRENCH, validated by the listener): ``link`` indexes
-        ``link_frames``; nothing is allocated."""
-        if 0 <= link < len(self._link_sites):
-            self._push(self._link_sites[link], wrench, duration)
-
-    def _push(self, sid: int, w: np.ndarray, duration: float) -> None:
-        xfrc = self._xfrc
-        if self._wrench_body >= 0:
-            xfrc[self._wrench_body] = 0.0
-            self._wrench_body = -1
-        if not duration > 0.0:
+        """``apply_wrench`` from the loop (``MSG_SIM_WRENCH``, checked by the listener): ``link`` indexes
+        ``link_frames``."""
+        if not 0 <= link < len(self._link_sites):
             return
-        bid = int(self.m.site_bodyid[sid])
-        # xfrc_applied acts at the body's centre of mass: carry the force's moment from the frame origin there
-        r = self._r
-        np.subtract(self.d.site_xpos[sid], self.d.xipos[bid], out=r)
-        out = xfrc[bid]
-        out[:] = w
-        out[3] += r[1] * w[2] - r[2] * w[1]
-        out[4] += r[2] * w[0] - r[0] * w[2]
-        out[5] += r[0] * w[1] - r[1] * w[0]
-        self._wrench_body = bid
-        self.wrench_until = self.d.time + duration
+        sid = self._link_sites[link]
+        b = self._site_body[sid]
+        if b == 0:
+            return  # (fixed to the world)
+        if duration > 0.0:
+            if self._push_until[b] < 0.0:
+                self._pushed.append(b)
+            self._push_w[b] = wrench
+            self._push_site[b] = sid
+            self._push_until[b] = end = self.d.time + duration
+            self._push_end = min(self._push_end, end)
+        elif self._push_until[b] >= 0.0:
+            self._push_until[b] = self.d.time  # ends at this step
+            self._push_end = self.d.time
+        self._apply_pushes()
+
+    def _apply_pushes(self) -> None:
+        """The pushes acting now onto ``xfrc_applied`` (at each body's centre of mass); those over removed.
+        Called before each step while any acts (a handful of scalar operations per pushed body)."""
+        xfrc, t = self._xfrc, self.d.time
+        if t >= self._push_end:
+            for b in [b for b in self._pushed if self._push_until[b] <= t]:
+                self._pushed.remove(b)
+                self._push_until[b] = -1.0
+                xfrc[b] = 0.0
+            self._push_end = min([self._push_until[b] for b in self._pushed], default=float("inf"))
+        sx, xi = self._site_xpos, self._xipos
+        for b in self._pushed:
+            w, p, c, out = self._push_w[b], sx[self._push_site[b]], xi[b], xfrc[b]
+            rx, ry, rz = p[0] - c[0], p[1] - c[1], p[2] - c[2]  # frame origin − centre of mass
+            out[0], out[1], out[2] = w[0], w[1], w[2]
+            out[3] = w[3] + ry * w[2] - rz * w[1]
+            out[4] = w[4] + rz * w[0] - rx * w[2]
+            out[5] = w[5] + rx * w[1] - ry * w[0]
+
+    def simulate_fault(self, code: int, duration: float) -> None:
+        self.fault_code, self.fault_until = code, self.d.time + duration
+
+    def _report_fault(self, state: HardwareState) -> None:
+        if self.fault_code:
+            on = self.d.time < self.fault_until
+            state.fault = self.fault_code if on else 0
+            state.estop = on and self.fault_code == FAULT_HARDWARE_ESTOP
+            if not on:
+                self.fault_code = 0
 
     def set_state(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
         """Teleport the plant (tests, resets)."""
@@ -166,6 +223,7 @@ class SimBackend(Backend):
             con = self._contact
         con.take(self._dadr, out=self._tmp)
         state.effort += self._tmp
+        self._report_fault(state)
 
     def write(self, command: HardwareCommand) -> None:
         if command.mode != CommandMode.TORQUE:
@@ -173,9 +231,8 @@ class SimBackend(Backend):
         ctrl = self._ctrl
         np.maximum(command.effort, self._lo, out=ctrl)
         np.minimum(ctrl, self._hi, out=ctrl)
-        if self._wrench_body >= 0 and self.d.time >= self.wrench_until:
-            self._xfrc[self._wrench_body] = 0.0
-            self._wrench_body = -1
+        if self._pushed:
+            self._apply_pushes()
         mujoco.mj_step(self.m, self.d)
 
 
@@ -274,7 +331,6 @@ class SimPositionBackend(SimBackend):
         self._tmp += bias
         np.maximum(self._tmp, self._lo, out=self._ctrl)
         np.minimum(self._ctrl, self._hi, out=self._ctrl)
-        if self._wrench_body >= 0 and self.d.time >= self.wrench_until:
-            self._xfrc[self._wrench_body] = 0.0
-            self._wrench_body = -1
+        if self._pushed:
+            self._apply_pushes()
         mujoco.mj_step(self.m, self.d)

@@ -46,7 +46,8 @@ from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
 from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS,
-                      MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_HEAD, MSG_INTERACTION, MSG_SIM_WRENCH,
+                      MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_HEAD, MSG_INTERACTION, MSG_SIM_FAULT,
+                      MSG_SIM_WRENCH,
                       MSG_RESET, MSG_SAFETY_ESTOP,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
                       POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
@@ -353,6 +354,8 @@ class LoopCycle:
                 self._interaction_command(k, now)
             elif kind == MSG_SIM_WRENCH:  # (rare: the viewer's mouse, a test's push)
                 self.backend.push(int(msg[0]), msg[2:8], msg[1])
+            elif kind == MSG_SIM_FAULT:
+                self.backend.simulate_fault(int(msg[0]), msg[1])
             elif kind == MSG_BYPASS:
                 self.bypass_until = now + msg[0] if msg[0] > 0.0 else -1.0
                 self._bypass_edge()

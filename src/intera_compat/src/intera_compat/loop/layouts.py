@@ -29,6 +29,7 @@ MSG_INTERACTION = 13  # control.interaction.pack: an InteractionControlCommand, 
 MSG_ARM_REQUEST = 14  # [request id, ARM_* code, args...]: a request to the arm's own controller (Backend.request)
 MSG_HEAD = 15  # [target (rad), speed ratio 0..1, pan mode 0..3]: a validated HeadPanCommand (sources.head)
 MSG_SIM_WRENCH = 16  # [link (index into model.mujoco_model.link_frames), duration (s), wrench (6)]: sim only
+MSG_SIM_FAULT = 17  # [safety.faults FAULT_* code, duration (s)]: sim only, the arm reports that fault for a while
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]

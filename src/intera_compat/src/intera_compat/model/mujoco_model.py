@@ -93,7 +93,8 @@ def link_colors(urdf: str) -> dict[str, str]:
 
 
 def link_frames(rm: RobotModel) -> list:
-    """The arm's link frames in the plant's site order (a site id is an index into this list)."""
+    """The arm's link frames (each a site of the plant, named after it; MuJoCo numbers sites in body-tree order, so
+    find a site by its name)."""
     return [f for f in rm.model.frames if f.type == pin.BODY and f.name != "universe"]
 
 
@@ -129,7 +130,7 @@ def build_mjcf(rm: RobotModel, obstacles=()) -> str:
                       range=_fmt([lo - stop * (hi - lo), hi + stop * (hi - lo)]),
                       damping="%.6g" % sim["damping"][i], frictionloss="%.6g" % sim["frictionloss"][i],
                       armature="%.6g" % cfg.armature[i])
-    for f in link_frames(rm):  # a site for every link frame, named after the link (site i = link_frames' i)
+    for f in link_frames(rm):  # a site for every link frame, named after the link
         ET.SubElement(bodies[f.parentJoint], "site", name=f.name, pos=_fmt(f.placement.translation),
                       quat=_quat(f.placement.rotation), size="0.005")
     colors = link_colors(rm.urdf)

@@ -31,10 +31,11 @@ class PathPoint:
 
 
 class MotionPlanner:
-    def __init__(self, cfg: RobotConfig, rm: RobotModel | None = None, ik: IKSolver | None = None):
+    def __init__(self, cfg: RobotConfig, rm: RobotModel | None = None, ik: IKSolver | None = None, seed: int = 0):
+        """``seed``: the IK solver's seed-map draw (its only randomness)."""
         self.cfg = cfg
         self.rm = rm or RobotModel(cfg)
-        self.ik = ik or IKSolver(self.rm)
+        self.ik = ik or IKSolver(self.rm, seed=seed)
         n = self.n = cfg.n_arm
         lim = cfg.limits
         self.lower, self.upper = lim.lower[:n], lim.upper[:n]

@@ -17,11 +17,13 @@ def pose_msg(M: pin.SE3) -> Pose:
 
 
 class JointPositions:
-    """The robot's joint positions in config order (``names``), as /robot/joint_states last gave them; ``q`` starts
-    at ``q0`` (a new array per message: readers in other threads take it whole)."""
+    """The robot's joint positions and velocities in config order (``names``) and their stamp (s), as
+    /robot/joint_states last gave them; ``q`` starts at ``q0``, ``v`` at rest (``state`` is replaced whole per
+    message: readers in other threads take it as one)."""
 
     def __init__(self, names: list, q0: np.ndarray):
-        self.names, self.q = list(names), np.asarray(q0, float).copy()
+        self.names = list(names)
+        self.state = (np.asarray(q0, float).copy(), np.zeros(len(self.names)), 0.0)
         self._index = None
         self.sub = rospy.Subscriber("/robot/joint_states", JointState, self._on_js, queue_size=1)
 
@@ -32,6 +34,13 @@ class JointPositions:
             except ValueError:
                 return
         try:
-            self.q = np.array([msg.position[i] for i in self._index])
+            q = np.array([msg.position[i] for i in self._index])
+            v = np.array([msg.velocity[i] for i in self._index]) if msg.velocity else np.zeros(len(q))
         except IndexError:
             self._index = None
+            return
+        self.state = (q, v, msg.header.stamp.to_sec())
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.state[0]

@@ -88,6 +88,9 @@ TROUBLES = {
     "version": ("SDK version check", "HLR_VERSION_STRING is not one the SDK takes: its RobotEnable exits",
                 "the robot's params must say " + " / ".join(SDK_VERSIONS) + " (config/sawyer_params.yaml)"),
     "interface": ("pub / sub / srv / act NAME", "nobody publishes / nobody subscribes / no such service", START),
+    "no_answer": ("srv NAME", "the server did not answer", "the node serving it hangs or died: restart the robot"),
+    "silent": ("pub NAME", "no message within the wait (a warning)", "the robot is still starting or a node "
+               "stalled: run doctor again (--wait 10); read the launch's output"),
     "md5": ("pub / srv NAME", "an md5 other than the SDK's messages have", REBUILD),
     "type": ("pub / sub / act NAME", "a type other than the SDK expects", "a node of another robot stack?"),
     "state": ("robot state", "stopped or in error", "rosrun intera_interface enable_robot.py -r, then -e"),
@@ -278,7 +281,7 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
                 try:
                     md5 = rosservice.get_service_headers(name, svc_uri).get("md5sum", "")
                 except Exception as e:  # (a server that does not answer its header)
-                    r.add(bad, what, f"the server at {svc_uri} did not answer: {e!r}", fix("interface"))
+                    r.add(bad, what, f"the server at {svc_uri} did not answer: {e!r}", fix("no_answer"))
                     continue
                 want = _md5(typ)
                 status = OK if md5 == want else bad
@@ -299,7 +302,8 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
                 md5 = _listen_md5(topic, wait)
                 want = _md5(typ)
                 if md5 is None:
-                    r.add(WARN, what, f"{typ}: no message within {wait:g} s (published by {', '.join(nodes)})")
+                    r.add(WARN, what, f"{typ}: no message within {wait:g} s (published by {', '.join(nodes)})",
+                          fix("silent"))
                 elif md5 != want:
                     r.add(bad, what, f"{typ} md5 {md5}, the original robot's {want}", fix("md5"))
                 else:

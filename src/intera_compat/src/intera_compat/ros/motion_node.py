@@ -88,7 +88,8 @@ class _Outcome(Exception):
 class MotionControllerNode:
     def __init__(self):
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
-        self.planner = MotionPlanner(cfg)
+        self.seed = int(rospy.get_param("~ik_seed", 0))
+        self.planner = MotionPlanner(cfg, seed=self.seed)
         self.rm = self.planner.rm
         self._next_model = None  # (planner, model) with the URDF fragments, for the next goal
         self.arm = list(cfg.joint_names)
@@ -133,7 +134,7 @@ class MotionControllerNode:
     def _on_model(self, rm, _links) -> None:
         """A URDF fragment came: a planner on the model with its links, taken by the worker before its next goal
         (a goal is checked and planned on one model)."""
-        planner = MotionPlanner(self.cfg, rm)
+        planner = MotionPlanner(self.cfg, rm, seed=self.seed)
         with self.lock:
             self._next_model = (planner, rm)
 

@@ -6,10 +6,11 @@ scene, a floor) posed from /robot/joint_states and forward-computed, so the cont
 Rendering tab: contact points and forces) — at ``~rate`` frames a second, off the loop's core.
 
 Pushing with the mouse acts on the real plant: double-click a link to select it, then Ctrl + right-drag pulls it,
-Ctrl + left-drag twists it. The force MuJoCo's spring to the mouse makes on the mirror (``mjv_applyPerturbForce``),
-capped at ``~max_force`` N and ``~max_torque`` Nm, goes to /robot/sim/apply_wrench every frame, lasting a few
-frames, so letting go (or the viewer dying) ends it. The arm feels it as it would a hand: collision detection
-stops it, zero-G (a cuff squeeze) lets it float, interaction control yields.
+Ctrl + left-drag twists it. The force MuJoCo's spring to the mouse makes on the mirror
+(``mjv_applyPerturbForce``, damped by the plant's velocities), capped at ``~max_force`` N and ``~max_torque`` Nm,
+goes to /robot/sim/apply_wrench every frame, lasting a few frames of the robot's time, so letting go (or the viewer
+dying) ends it. The arm feels it as it would a hand: on the torque-driven arm collision detection stops it, zero-G (a
+cuff squeeze) lets it float, interaction control yields.
 
 Parameters: ``~config``, ``~scene`` (as the loop's), ``~rate`` (30 Hz), ``~max_force`` (150 N), ``~max_torque``
 (30 Nm). Closing the window ends the node (nothing else depends on it).
@@ -41,19 +42,22 @@ class Mirror:
         self.data = mujoco.MjData(self.model)
         m = self.model
         self._qadr = np.array([m.joint(n).qposadr[0] for n in rm.joint_names])  # (tree order ≠ config's)
+        self._dadr = np.array([m.joint(n).dofadr[0] for n in rm.joint_names])
         # each link's body and the site at its frame origin (bodies are named after their link)
         self._site = {b: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, m.body(b).name) for b in range(1, m.nbody)}
         self.max_force, self.max_torque = max_force, max_torque
 
-    def pose(self, q: np.ndarray) -> None:
+    def pose(self, q: np.ndarray, v: np.ndarray | None = None) -> None:
+        """The plant's joint angles (and velocities: the mouse spring's damping acts on them)."""
         self.data.qpos[self._qadr] = q
+        self.data.qvel[self._dadr] = 0.0 if v is None else v
         mujoco.mj_forward(self.model, self.data)
 
     def perturbation(self, pert) -> tuple[str, np.ndarray] | None:
         """The push the viewer's perturbation ``pert`` (an ``MjvPerturb``) makes on the posed mirror: (link,
         wrench at the link frame's origin, base axes, capped), or None when nothing is being pushed."""
         b = int(pert.select)
-        if b <= 0 or not pert.active or self._site.get(b, -1) < 0:
+        if b <= 0 or not (pert.active | pert.active2) or self._site.get(b, -1) < 0:
             return None
         m, d = self.model, self.data
         d.xfrc_applied[:] = 0.0
@@ -68,6 +72,22 @@ class Mirror:
         if not np.isfinite(w).all():
             return None
         return m.body(b).name, w
+
+
+class TimeRate:
+    """Robot seconds per wall second, from the joint states' stamps (the simulator may run faster or slower than
+    real time, and a push's duration is in robot time while the viewer's frames are in wall time)."""
+
+    def __init__(self):
+        self.rate, self._last = 1.0, None
+
+    def update(self, stamp: float, wall: float) -> float:
+        if self._last is None or stamp < self._last[1]:
+            self._last = (wall, stamp)
+        elif wall - self._last[0] >= 0.5:
+            self.rate = min(max((stamp - self._last[1]) / (wall - self._last[0]), 0.02), 100.0)
+            self._last = (wall, stamp)
+        return self.rate
 
 
 def _wrench(w) -> Wrench:
@@ -96,6 +116,7 @@ def main() -> None:
                 rospy.logwarn_throttle(2.0, f"plant_viewer: push refused: {r.message}")
         except (rospy.ServiceException, OSError) as e:  # (the loop is not up yet, or restarted)
             rospy.logwarn_throttle(5.0, f"plant_viewer: /robot/sim/apply_wrench unavailable ({e}); no push")
+            push.close()
             push = rospy.ServiceProxy("/robot/sim/apply_wrench", ApplyWrench, persistent=True)
 
     mirror.pose(joints.q)
@@ -106,13 +127,15 @@ def main() -> None:
         rospy.loginfo("plant_viewer: up (double-click a link, then Ctrl + right-drag to push it)")
         pushing = None
         due = time.monotonic()
+        robot_time = TimeRate()
         while viewer.is_running() and not rospy.is_shutdown():
+            q, v, stamp = joints.state
             with viewer.lock():
-                mirror.pose(joints.q)
+                mirror.pose(q, v)
                 p = mirror.perturbation(viewer.perturb)
             viewer.sync()
-            if p is not None:
-                send(p[0], p[1], HOLD_FRAMES * period)
+            if p is not None:  # (lasting HOLD_FRAMES frames of the robot's time unless renewed)
+                send(p[0], p[1], HOLD_FRAMES * period * robot_time.update(stamp, time.monotonic()))
             elif pushing is not None:
                 send(pushing, np.zeros(6), 0.0)  # let go
             pushing = p[0] if p is not None else None
@@ -120,7 +143,9 @@ def main() -> None:
             time.sleep(max(due - time.monotonic(), 0.0))
         if pushing is not None:
             send(pushing, np.zeros(6), 0.0)
-    for t in set(threading.enumerate()) - before:  # the viewer's UI thread: exiting under it crashes (GLFW)
-        if "launch_internal" in t.name:
-            t.join(5.0)
+    ui = [t for t in set(threading.enumerate()) - before if "launch_internal" in t.name]
+    for t in ui:  # the viewer's UI thread: exiting under it crashes (GLFW)
+        t.join(5.0)
+    if not ui:  # (not found by its name: give it the time it takes)
+        time.sleep(1.0)
     rospy.loginfo("plant_viewer: window closed")

@@ -17,7 +17,7 @@ import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, Wrench, WrenchStamped
 from intera_compat.msg import SafetyStatus
-from intera_compat.srv import ApplyWrench, ApplyWrenchResponse
+from intera_compat.srv import ApplyWrench, ApplyWrenchResponse, InjectFault, InjectFaultResponse
 from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState, EndpointState, EndpointStates,
                                   HomingCommand, HomingState, JointCommand, JointLimits, RobotAssemblyState,
                                   SEAJointState)
@@ -32,17 +32,16 @@ from ..control.interaction import InteractionLimits
 from ..hardware.adapter import mode_refusal
 from ..hardware.base import Capability
 from ..hardware.registry import declared_capabilities, declared_requests
-from ..hardware.sim import push_words
+from ..hardware.sim import fault_words, push_words, pushable_links
 from ..loop.channel import Channel
 from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
 from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_HEAD, MSG_INTERACTION,
-                            MSG_SIM_WRENCH,
+                            MSG_SIM_FAULT, MSG_SIM_WRENCH,
                             MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
-from ..model.mujoco_model import link_frames
 from ..model.robot_model import RobotModel
 from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from ..safety.faults import describe
@@ -112,6 +111,8 @@ class RealtimeLoopNode:
             options = {k: rospy.get_param(f"~ur_{k}", "")
                        for k in ("robot_ip", "rate", "link_timeout", "interface")}
             options = {k: v for k, v in options.items() if v not in ("", 0, 0.0)}
+        elif backend in ("sim", "sim_position"):  # where the arm starts ("": the config's sim.initial_pose)
+            options = {"initial_pose": str(rospy.get_param("~initial_pose", ""))}
         elif backend == "cobot":  # launch arguments over the config's cobot section ("": the config's)
             options = {k: rospy.get_param(f"~cobot_{k}", "") for k in ("endpoint", "execution_mode", "settle_timeout")}
             options = {k: v for k, v in options.items() if v != ""}
@@ -221,9 +222,10 @@ class RealtimeLoopNode:
             rospy.Subscriber(f"{L}/{topic}", Empty, lambda _, k=key: self._event(MSG_SUPPRESS, k), queue_size=1,
                              tcp_nodelay=True)
         rospy.Service("/robot/sim/set_estop", SetBool, self._on_estop)
-        if self.backend in ("sim", "sim_position"):  # (the arm is ours to push: the viewer's mouse, tests)
-            self._links = [f.name for f in link_frames(self.rm)]
+        if Capability.SIM_TIME in self.caps:  # (a simulated arm, ours to push: the viewer's mouse, tests)
+            self._links, self._fixed = pushable_links(self.rm)
             rospy.Service("/robot/sim/apply_wrench", ApplyWrench, self._on_push)
+            rospy.Service("/robot/sim/inject_fault", InjectFault, self._on_fault)
         rospy.Subscriber("~safety_estop", Bool, self._on_safety_estop, queue_size=10)
         rospy.Service("~bypass_safety_checks", SetBool, self._on_bypass)
 
@@ -252,7 +254,7 @@ class RealtimeLoopNode:
     def _on_push(self, req):
         f, t = req.wrench.force, req.wrench.torque
         try:
-            words = push_words(self._links, req.link, (f.x, f.y, f.z, t.x, t.y, t.z), req.duration)
+            words = push_words(self._links, req.link, (f.x, f.y, f.z, t.x, t.y, t.z), req.duration, self._fixed)
         except ValueError as e:
             rospy.logerr(f"/robot/sim/apply_wrench refused: {e}; nothing pushed")
             return ApplyWrenchResponse(False, str(e))
@@ -260,6 +262,17 @@ class RealtimeLoopNode:
             return ApplyWrenchResponse(False, "the realtime loop did not take the request (command ring full)")
         return ApplyWrenchResponse(True, f"pushing on {req.link} for {req.duration:g} s" if req.duration > 0
                                    else f"push on {req.link} ended")
+
+    def _on_fault(self, req):
+        try:
+            words = fault_words(req.fault, req.duration)
+        except ValueError as e:
+            rospy.logerr(f"/robot/sim/inject_fault refused: {e}")
+            return InjectFaultResponse(False, str(e))
+        if not self._event(MSG_SIM_FAULT, words, EVENT_PATIENCE):
+            return InjectFaultResponse(False, "the realtime loop did not take the request (command ring full)")
+        rospy.logwarn(f"simulated fault: the arm reports {req.fault} for {req.duration:g} s")
+        return InjectFaultResponse(True, f"the arm reports {req.fault} for {req.duration:g} s")
 
     def _on_safety_estop(self, msg: Bool) -> None:
         self._event(MSG_SAFETY_ESTOP, 1.0 if msg.data else 0.0, EVENT_PATIENCE)

@@ -1,0 +1,287 @@
+"""Helpers for testing an Intera script against the simulated Sawyer (``sawyer_test.launch``), from pytest or from a
+rostest node. The process must be a rospy node (``rospy.init_node``; the pytest plugin's ``ros_master`` does it).
+
+Time is the robot's: ``/clock`` (the fixture runs on simulated time, faster than real time), so a wait of 5 s means
+5 s of the robot's life however long the machine takes; every wait also has a generous wall-clock guard so a dead
+simulator fails a test instead of hanging it.
+
+* ``wait_for_ready()`` — until the latched ``/robot/ready`` says every robot-side interface is up;
+* ``joint_positions()`` / ``joint_velocities()`` — the arm's, in ``/robot_config`` order (or ``names``);
+* ``sim_time()``, ``sleep(s)``, ``wait_until(cond, s)`` — robot time;
+* ``assert_reached(target, tol)`` — the arm is at ``target`` (an AssertionError lists every joint off by more);
+* ``JointRecorder`` — records the joint trajectory (``with JointRecorder() as rec: ...``; ``rec.t``, ``rec.q``,
+  ``rec.v``, ``rec.save(path)``);
+* ``EventLog`` — what happened, in order: robot state changes, collisions, motion and trajectory goal results;
+* robot state: ``enable()``, ``disable()``, ``reset()``;
+* faults: ``press_estop()`` / ``release_estop()`` (the E-stop button), ``squeeze_cuff(True|False)`` (zero-G),
+  ``push(link, force, torque, duration)`` (an external force on a link), ``inject_fault(fault, duration)``
+  (``link_lost``, ``protective_stop``, ``controller_error``, ``hardware_estop``: what a real arm reports).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import numpy as np
+import rospy
+from intera_core_msgs.msg import CollisionDetectionState, IOComponentCommand, RobotAssemblyState
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Empty
+
+WALL_GUARD = 120.0  # s of wall time any wait gives a simulator that does not run at all
+
+
+class _Latest:
+    """The newest message of a topic, subscribed once per process."""
+    _subs: dict = {}
+
+    @classmethod
+    def get(cls, topic: str, msg_type):
+        if topic not in cls._subs:
+            holder = cls._subs[topic] = cls()
+            holder.msg, holder.event = None, threading.Event()
+            holder.sub = rospy.Subscriber(topic, msg_type, holder._cb, queue_size=1)
+        return cls._subs[topic]
+
+    def _cb(self, m):
+        self.msg = m
+        self.event.set()
+
+    def wait(self, wall: float = WALL_GUARD):
+        if not self.event.wait(wall):
+            raise TimeoutError(f"nothing on {self.sub.name} within {wall:g} s")
+        return self.msg
+
+
+def _publisher(topic: str, msg_type, latch: bool = False) -> rospy.Publisher:
+    pub = rospy.Publisher(topic, msg_type, queue_size=10, latch=latch)
+    end = time.monotonic() + 10.0
+    while pub.get_num_connections() == 0 and time.monotonic() < end:
+        time.sleep(0.01)
+    return pub
+
+
+# ---- readiness and time ---------------------------------------------------------------------------------------
+def wait_for_ready(timeout: float = WALL_GUARD) -> None:
+    """Until ``/robot/ready`` is True (``timeout``: wall seconds; TimeoutError naming what is still missing)."""
+    ready = threading.Event()
+    sub = rospy.Subscriber("/robot/ready", Bool, lambda m: m.data and ready.set(), queue_size=1)
+    try:
+        if not ready.wait(timeout):
+            from ..ros.ready_node import missing
+            import rosgraph
+            left = missing(rosgraph.Master(rospy.get_name()))
+            raise TimeoutError(f"the robot was not ready within {timeout:g} s (missing: "
+                               f"{', '.join(left) or 'none; /robot/state not enabled as asked?'})")
+    finally:
+        sub.unregister()
+
+
+def sim_time() -> float:
+    """The robot's time (s): the newest ``/clock``."""
+    return _Latest.get("/clock", Clock).wait().clock.to_sec()
+
+
+def wait_until(cond, timeout: float, period: float = 0.005) -> bool:
+    """Until ``cond()`` is true (True) or ``timeout`` seconds of robot time have passed (False)."""
+    end, wall_end = sim_time() + timeout, time.monotonic() + WALL_GUARD + timeout
+    while not cond():
+        if sim_time() >= end or time.monotonic() > wall_end:
+            return bool(cond())
+        time.sleep(period)
+    return True
+
+
+def sleep(seconds: float) -> None:
+    """``seconds`` of robot time."""
+    wait_until(lambda: False, seconds)
+
+
+# ---- the arm ----------------------------------------------------------------------------------------------------
+def arm_joints() -> list:
+    return list(rospy.get_param("/robot_config/right_config/joint_names", [f"right_j{i}" for i in range(7)]))
+
+
+def joint_state() -> JointState:
+    return _Latest.get("/robot/joint_states", JointState).wait()
+
+
+def _pick(field: str, names=None) -> np.ndarray:
+    m = joint_state()
+    values = getattr(m, field)
+    return np.array([values[m.name.index(n)] for n in (names or arm_joints())])
+
+
+def joint_positions(names=None) -> np.ndarray:
+    return _pick("position", names)
+
+
+def joint_velocities(names=None) -> np.ndarray:
+    return _pick("velocity", names)
+
+
+def assert_reached(target, tol: float = 0.01, names=None, settle: float = 0.0) -> None:
+    """The arm (or ``names``) is within ``tol`` rad of ``target`` (a list in order, or {name: angle}); with
+    ``settle`` > 0 it is given that much robot time to get there."""
+    if isinstance(target, dict):
+        names, target = list(target), list(target.values())
+    names = names or arm_joints()
+    target = np.asarray(target, float)
+    if settle > 0:
+        wait_until(lambda: np.abs(joint_positions(names) - target).max() <= tol, settle)
+    err = joint_positions(names) - target
+    off = [f"{n}: {e:+.4f} rad" for n, e in zip(names, err) if abs(e) > tol]
+    assert not off, f"not within {tol:g} rad of the target: {', '.join(off)}"
+
+
+class JointRecorder:
+    """Every ``/robot/joint_states`` while recording: ``t`` (robot time, s), ``q``, ``v`` (arrays, one row per
+    message, the arm's joints or ``names``)."""
+
+    def __init__(self, names=None):
+        self.names = names or arm_joints()
+        self._rows, self._index, self.sub = [], None, None
+
+    def _cb(self, m: JointState):
+        if self._index is None:
+            self._index = [m.name.index(n) for n in self.names]
+        self._rows.append((m.header.stamp.to_sec(), [m.position[i] for i in self._index],
+                           [m.velocity[i] for i in self._index]))
+
+    def start(self) -> "JointRecorder":
+        self.sub = rospy.Subscriber("/robot/joint_states", JointState, self._cb, queue_size=10000)
+        return self
+
+    def stop(self) -> "JointRecorder":
+        if self.sub is not None:
+            self.sub.unregister()
+            self.sub = None
+        rows = self._rows
+        self.t = np.array([r[0] for r in rows])
+        self.q = np.array([r[1] for r in rows]).reshape(len(rows), len(self.names))
+        self.v = np.array([r[2] for r in rows]).reshape(len(rows), len(self.names))
+        return self
+
+    __enter__ = start
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def save(self, path: str) -> None:
+        """CSV: t, then each joint's position, then each joint's velocity."""
+        header = ",".join(["t"] + [f"{n}_pos" for n in self.names] + [f"{n}_vel" for n in self.names])
+        np.savetxt(path, np.column_stack([self.t, self.q, self.v]), delimiter=",", header=header, comments="")
+
+
+class EventLog:
+    """What happened, in order (robot time): ``events`` is a list of (t, kind, detail) with kinds ``state``
+    (enabled / disabled / stopped / error / estop changes), ``collision`` (detected / cleared), ``motion``
+    (a /motion/motion_command result) and ``trajectory`` (a follow_joint_trajectory result).
+    ``sequence()``: the kinds and details without the times."""
+
+    def __init__(self):
+        from control_msgs.msg import FollowJointTrajectoryActionResult
+        from intera_motion_msgs.msg import MotionCommandActionResult
+        self.events, self._lock = [], threading.Lock()
+        self._state, self._collision = None, None
+        self.subs = [
+            rospy.Subscriber("/robot/state", RobotAssemblyState, self._on_state, queue_size=100),
+            rospy.Subscriber("/robot/limb/right/collision_detection_state", CollisionDetectionState,
+                             self._on_collision, queue_size=100),
+            rospy.Subscriber("/motion/motion_command/result", MotionCommandActionResult,
+                             lambda m: self._add("motion", f"{'ok' if m.result.result else 'failed'} "
+                                                           f"{m.result.errorId}".strip()), queue_size=100),
+            rospy.Subscriber("/robot/limb/right/follow_joint_trajectory/result", FollowJointTrajectoryActionResult,
+                             lambda m: self._add("trajectory", f"error_code {m.result.error_code}"), queue_size=100)]
+
+    def _add(self, kind: str, detail: str) -> None:
+        with self._lock:
+            self.events.append((sim_time(), kind, detail))
+
+    def _on_state(self, m: RobotAssemblyState) -> None:
+        s = ("enabled" if m.enabled else "disabled") + (" stopped" if m.stopped else "") + \
+            (" error" if m.error else "") + (f" estop_button={m.estop_button}" if m.estop_button else "")
+        if s != self._state:
+            self._state = s
+            self._add("state", s)
+
+    def _on_collision(self, m: CollisionDetectionState) -> None:
+        if m.collision_state != self._collision:
+            if self._collision is not None or m.collision_state:
+                self._add("collision", "detected" if m.collision_state else "cleared")
+            self._collision = m.collision_state
+
+    def sequence(self) -> list:
+        with self._lock:
+            return [(kind, detail) for _, kind, detail in self.events]
+
+    def close(self) -> None:
+        for s in self.subs:
+            s.unregister()
+
+
+# ---- robot state ------------------------------------------------------------------------------------------------
+def robot_state() -> RobotAssemblyState:
+    return _Latest.get("/robot/state", RobotAssemblyState).wait()
+
+
+def _until_state(pred, topic: str, msg, what: str, timeout: float) -> None:
+    pub = _publisher(topic, type(msg))
+    if not wait_until(lambda: pred(robot_state()) or pub.publish(msg), timeout, period=0.05):
+        raise TimeoutError(f"the robot did not {what} within {timeout:g} s: {robot_state()}")
+
+
+def enable(timeout: float = 5.0) -> None:
+    _until_state(lambda s: s.enabled, "/robot/set_super_enable", Bool(True), "enable", timeout)
+
+
+def disable(timeout: float = 5.0) -> None:
+    _until_state(lambda s: not s.enabled, "/robot/set_super_enable", Bool(False), "disable", timeout)
+
+
+def reset(timeout: float = 5.0) -> None:
+    """Clears a stop or an error (after a fault or the E-stop's release); the robot is disabled afterwards."""
+    _until_state(lambda s: not s.stopped and not s.error, "/robot/set_super_reset", Empty(), "reset", timeout)
+
+
+# ---- faults ------------------------------------------------------------------------------------------------------
+def _call(service: str, srv_type, *args):
+    rospy.wait_for_service(service, 10.0)
+    r = rospy.ServiceProxy(service, srv_type)(*args)
+    if not r.success:
+        raise ValueError(f"{service}: {r.message}")
+    return r
+
+
+def press_estop() -> None:
+    from std_srvs.srv import SetBool
+    _call("/robot/sim/set_estop", SetBool, True)
+
+
+def release_estop() -> None:
+    """The button out again: the robot stays stopped until ``reset()``."""
+    from std_srvs.srv import SetBool
+    _call("/robot/sim/set_estop", SetBool, False)
+
+
+def squeeze_cuff(on: bool = True) -> None:
+    """The cuff squeezed (zero-G: the arm floats) or let go."""
+    pub = _publisher("/robot/sim/io/cuff", IOComponentCommand)
+    pub.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [int(on)]}}})))
+
+
+def push(link: str, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0), duration: float = 0.5) -> None:
+    """Push on ``link`` (force N, torque Nm, base axes, at the link frame's origin) for ``duration`` s of robot time."""
+    from geometry_msgs.msg import Vector3, Wrench
+    from intera_compat.srv import ApplyWrench
+    _call("/robot/sim/apply_wrench", ApplyWrench, link, Wrench(force=Vector3(*force), torque=Vector3(*torque)),
+          duration)
+
+
+def inject_fault(fault: str, duration: float) -> None:
+    """The arm reports ``fault`` (``link_lost``, ``protective_stop``, ``controller_error``, ``hardware_estop``) for
+    ``duration`` s of robot time: the robot stops (error) and stays stopped until ``reset()`` and ``enable()``."""
+    from intera_compat.srv import InjectFault
+    _call("/robot/sim/inject_fault", InjectFault, fault, duration)

@@ -1,0 +1,115 @@
+"""pytest fixtures for testing scripts against the simulated Sawyer. In your package's ``conftest.py``::
+
+    pytest_plugins = ["intera_compat.testing.pytest_plugin"]
+
+* ``ros_master`` (session): a private ``rosmaster`` on a free port, the ROS environment of this process pointed at
+  it (ROS_MASTER_URI, ROS_HOSTNAME=127.0.0.1, a fresh ROS_HOME), this process a rospy node (rospy allows one
+  ``init_node`` per process, hence one master per session);
+* ``launch`` (function): ``launch(*argv, log_name=None)`` starts a command line (``roslaunch ...``, ``rosrun ...``)
+  against it in a process group of its own, its output in a log file (``proc.log_path``); after the test every one
+  is stopped with every node it started, and the parameter server is emptied;
+* ``sawyer`` (function): ``sawyer_test.launch`` started and ready (``/robot/ready``), stopped after the test; its
+  arguments from the test's ``@pytest.mark.sawyer(initial_pose="neutral", start_enabled=True, scene="table", ...)``.
+  Yields a ``SimSawyer`` (``log_path``, ``args``); drive and check the robot with ``intera_compat.testing``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from .processes import free_port, kill_group, log_tail
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sawyer(**args): sawyer_test.launch arguments for the sawyer fixture")
+
+
+@pytest.fixture(scope="session")
+def ros_master():
+    port = free_port()
+    uri = f"http://127.0.0.1:{port}"
+    home = tempfile.mkdtemp(prefix="roshome-")
+    os.environ.update(ROS_MASTER_URI=uri, ROS_HOSTNAME="127.0.0.1", ROS_HOME=home)
+    os.environ.pop("ROS_IP", None)
+    proc = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    import rosgraph
+
+    deadline = time.time() + 20
+    while not rosgraph.is_master_online(uri):
+        if time.time() > deadline or proc.poll() is not None:
+            kill_group(proc)
+            raise RuntimeError("rosmaster did not start")
+        time.sleep(0.05)
+    import rospy
+
+    rospy.init_node("pytest_client", anonymous=True, disable_signals=True)
+    yield uri
+    rospy.signal_shutdown("tests done")
+    kill_group(proc)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def launch(ros_master, tmp_path):
+    """``launch(*argv)`` starts a command (e.g. roslaunch args) against the private master."""
+    procs = []
+
+    def start(*argv, log_name=None):
+        log = open(tmp_path / (log_name or f"proc{len(procs)}.log"), "w")
+        p = subprocess.Popen(list(argv), env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        procs.append((p, log))
+        p.log_path = log.name
+        return p
+
+    yield start
+    for p, log in reversed(procs):
+        kill_group(p)
+        log.close()
+    clear_params()
+
+
+def clear_params():
+    """An empty parameter server for the next test (roslaunch leaves its params behind)."""
+    import rosgraph
+    import rosparam
+
+    master = rosgraph.Master("/pytest")
+    for name in master.getParamNames():
+        if name not in ("/run_id", "/rosversion", "/rosdistro"):
+            try:
+                rosparam.delete_param(name, verbose=False)
+            except Exception:
+                pass
+
+
+@dataclass
+class SimSawyer:
+    log_path: str  # roslaunch's output (every node's)
+    args: dict  # the launch arguments it was started with
+
+
+def start_sawyer(launch, args: dict, timeout: float = 120.0) -> SimSawyer:
+    """``sawyer_test.launch`` with ``args`` through the ``launch`` fixture, once it is ready."""
+    from . import wait_for_ready
+    argv = [f"{k}:={str(v).lower() if isinstance(v, bool) else v}" for k, v in args.items()]
+    proc = launch("roslaunch", "intera_compat", "sawyer_test.launch", *argv, log_name="sawyer.log")
+    try:
+        wait_for_ready(timeout)
+    except TimeoutError as e:
+        pytest.fail(f"{e}; the launch {'exited with ' + str(proc.poll()) if proc.poll() is not None else 'runs'}; "
+                    f"its log's tail:\n{log_tail(proc.log_path)}")
+    return SimSawyer(proc.log_path, dict(args))
+
+
+@pytest.fixture
+def sawyer(request, launch):
+    marker = request.node.get_closest_marker("sawyer")
+    yield start_sawyer(launch, dict(marker.kwargs) if marker else {})
