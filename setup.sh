@@ -44,10 +44,13 @@ if [ ! -f "$stamp" ] || ! sha1sum -c --status "$stamp" 2>/dev/null; then
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
   sha1sum requirements.txt > "$stamp"
 fi
+site=$(.venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+# scripts on a simulated robot's time see it from their first line (tools/_intera_compat_simtime.py says why)
+cp tools/_intera_compat_simtime.py "$site/"
+echo "import _intera_compat_simtime" > "$site/_intera_compat_simtime.pth"
 if [ "$WITH_SDK" = 1 ]; then
   .venv/bin/pip install -q --disable-pip-version-check -r requirements-sdk.txt -c requirements.txt
   # PyYAML 5.x's yaml.load default for the SDK's scripts (tools/_intera_sdk_compat.py says why)
-  site=$(.venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   cp tools/_intera_sdk_compat.py "$site/"
   echo "import _intera_sdk_compat" > "$site/_intera_sdk_compat.pth"
 fi

@@ -12,12 +12,12 @@ Needs ``./setup.sh --with-viz`` (RViz, Xvfb). Run from the repository root after
 """
 import os
 import select
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from intera_compat.testing.processes import free_port, kill_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "docs", "img")
@@ -34,23 +34,6 @@ def xvfb():
     if not n.isdigit():
         raise SystemExit("Xvfb did not start (./setup.sh --with-viz installs it)")
     return proc, f":{n}"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def stop(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(15)
-    except (subprocess.TimeoutExpired, ProcessLookupError):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def launch_shot(display: str, path: str, *args: str) -> None:
@@ -75,7 +58,7 @@ def launch_shot(display: str, path: str, *args: str) -> None:
         img = ImageGrab.grab(xdisplay=display)
         img.crop(img.convert("L").getbbox() or (0, 0, *img.size)).save(path)
     finally:
-        stop(launch)
+        kill_group(launch, 15.0)
 
 
 def main() -> int:
@@ -85,7 +68,7 @@ def main() -> int:
         launch_shot(display, os.path.join(OUT, "rviz.png"), "rviz:=true")
         launch_shot(display, os.path.join(OUT, "viewer.png"), "viewer:=true", "scene:=table", "cameras:=false")
     finally:
-        stop(proc)
+        kill_group(proc, 15.0)
     print(f"wrote {OUT}/rviz.png, {OUT}/viewer.png")
     return 0
 

@@ -1,87 +1,19 @@
-"""Test harness: a private rosmaster per pytest process and nodes run in their own process groups.
-
-* ``ros_master`` (session): ``rosmaster --core`` on a free port, ROS env pointed at it, this process
-  initialised as a rospy node once (rospy allows one init per process).
-* ``launch`` (function): start ``roslaunch``/``rosrun`` command lines as subprocesses in new
-  sessions; every one is SIGTERM'd (then SIGKILL'd) with its whole process group afterwards.
+"""Test harness: a private rosmaster per pytest process and nodes run in their own process groups — the fixtures of
+``intera_compat.testing.pytest_plugin`` (``ros_master``, ``launch``, ``sawyer``), which users' suites use too — and
+each backend's launch as the ``robot`` fixture.
 """
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import pytest
+from intera_compat.testing.processes import free_port, kill_group, log_tail  # noqa: F401 (tests import them here)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def log_tail(path, lines: int = 60) -> str:
-    """The last lines of a process log (for a failure message: CI keeps no tmp files)."""
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError as e:
-        return f"(no log: {e})"
-
-
-def _stat(pid) -> tuple | None:
-    """(parent pid, start time) of a process from /proc, None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
-        return int(fields[1]), int(fields[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def descendants(pid: int) -> dict:
-    """Every process below ``pid``, with its start time (roslaunch starts each node in a session of its own, so
-    killing roslaunch's group does not reach them)."""
-    children: dict = {}
-    for entry in os.listdir("/proc"):
-        st = _stat(entry) if entry.isdigit() else None
-        if st is not None:
-            children.setdefault(st[0], []).append((int(entry), st[1]))
-    found, todo = {}, [pid]
-    while todo:
-        for c, start in children.get(todo.pop(), []):
-            if c not in found:
-                found[c] = start
-                todo.append(c)
-    return found
-
-
-def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    """SIGINT to the process group (roslaunch shuts its nodes down), SIGKILL after ``timeout``; nodes that
-    outlived it (one slow to exit, one respawned meanwhile) are SIGKILLed too: none is left behind."""
-    if proc.poll() is not None:
-        return
-    nodes = descendants(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        nodes.update(descendants(proc.pid))
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-    except ProcessLookupError:
-        pass
-    for pid, start in nodes.items():
-        st = _stat(pid)
-        if st is not None and st[1] == start:  # (the same process, not a new one with its number)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+# the private master and the launch fixture are those offered to users (intera_compat.testing.pytest_plugin):
+# ``ros_master`` (session) and ``launch`` (function), with its ``sawyer`` fixture
+pytest_plugins = ["intera_compat.testing.pytest_plugin"]
 
 
 LEFT_THREADS = pytest.StashKey[int]()  # the exit status, when threads were left
@@ -124,66 +56,6 @@ def pytest_unconfigure(config):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
-
-
-@pytest.fixture(scope="session")
-def ros_master():
-    port = free_port()
-    uri = f"http://127.0.0.1:{port}"
-    home = tempfile.mkdtemp(prefix="roshome-")
-    os.environ.update(ROS_MASTER_URI=uri, ROS_HOSTNAME="127.0.0.1", ROS_HOME=home)
-    os.environ.pop("ROS_IP", None)
-    proc = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    import rosgraph
-
-    deadline = time.time() + 20
-    while not rosgraph.is_master_online(uri):
-        if time.time() > deadline or proc.poll() is not None:
-            kill_group(proc)
-            raise RuntimeError("rosmaster did not start")
-        time.sleep(0.05)
-    import rospy
-
-    rospy.init_node("pytest_client", anonymous=True, disable_signals=True)
-    yield uri
-    rospy.signal_shutdown("tests done")
-    kill_group(proc)
-    shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture
-def launch(ros_master, tmp_path):
-    """``launch(*argv)`` starts a command (e.g. roslaunch args) against the private master."""
-    procs = []
-
-    def start(*argv, log_name=None):
-        log = open(tmp_path / (log_name or f"proc{len(procs)}.log"), "w")
-        p = subprocess.Popen(list(argv), env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-        procs.append((p, log))
-        p.log_path = log.name
-        return p
-
-    yield start
-    for p, log in reversed(procs):
-        kill_group(p)
-        log.close()
-    _clear_params()
-
-
-def _clear_params():
-    """Each test starts from an empty parameter server (roslaunch leaves params behind)."""
-    import rosgraph
-    import rosparam
-
-    master = rosgraph.Master("/pytest")
-    for name in master.getParamNames():
-        if name not in ("/run_id", "/rosversion", "/rosdistro"):
-            try:
-                rosparam.delete_param(name, verbose=False)
-            except Exception:
-                pass
 
 
 @pytest.fixture

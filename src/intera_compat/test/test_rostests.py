@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 WS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-TESTS = sorted(glob.glob(os.path.join(WS, "src", "*", "test", "*.test")))
+TESTS = sorted(glob.glob(os.path.join(WS, "src", "*", "test", "**", "*.test"), recursive=True))
 
 
 @pytest.mark.parametrize("launch_file", TESTS, ids=[os.path.basename(t) for t in TESTS])

@@ -53,7 +53,8 @@ def command_words(n: int) -> int:
 def control_layout() -> Layout:
     """Settings (listener → loop), latest value wins."""
     return Layout((("speed_ratio", 1), ("command_timeout", 1), ("joint_state_hz", 1), ("shutdown", 1),
-                   ("speed_override", 1)))  # an operator's speed factor 0..1 on top of the backend's
+                   ("speed_override", 1),  # an operator's speed factor 0..1 on top of the backend's
+                   ("published_time", 1)))  # loop time of the newest state the listener published (speedup 0)
 
 
 def state_layout(n: int) -> Layout:

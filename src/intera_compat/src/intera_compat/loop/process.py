@@ -42,6 +42,27 @@ class BackendClock:
         return 0
 
 
+PUBLISH_LEAD = 0.05  # s of loop time an unpaced simulation may run ahead of what the listener published
+PUBLISH_PATIENCE = 0.5  # s of wall time it waits for the listener before running on (a listener gone or stalled)
+
+
+def wait_for_listener(ctl_record, now: float) -> bool:
+    """Speedup 0 (as fast as possible): hold the simulation until the listener has published the robot's state up
+    to ``PUBLISH_LEAD`` before ``now``, so that its topics (and the scripts reading them) see every state rather than
+    a simulation racing ahead of them. False when it gave up waiting."""
+    ctl, end = ctl_record.local, 0.0
+    while True:
+        ctl_record.read()
+        if ctl.published_time[0] >= now - PUBLISH_LEAD:
+            return True
+        t = time.monotonic()
+        if not end:
+            end = t + PUBLISH_PATIENCE
+        elif t > end:
+            return False
+        time.sleep(5e-5)
+
+
 class Ticker:
     """Fires every ``1/hz`` seconds of loop time (never more than once per cycle)."""
 
@@ -95,6 +116,7 @@ def run(args) -> int:
     tick_fd = args.tick_fd
     os.set_blocking(tick_fd, False)
     period = dt / args.speedup if args.speedup > 0 else 0.0
+    unpaced = args.sim_time and args.speedup <= 0  # (as fast as the listener keeps up: wait_for_listener)
     if backend.clock:
         if not realtime:
             raise ValueError(f"backend {args.backend} is paced by the arm: no sim time or speed-up")
@@ -150,6 +172,8 @@ def run(args) -> int:
                 os.write(tick_fd, tick)
             except (BlockingIOError, BrokenPipeError):
                 pass
+            if unpaced and flags & TICK_STATE_100HZ:
+                wait_for_listener(ch.control, now)
         compute_us = (clock() - t0) * 1e6
         b = int(compute_us)
         compute_hist[b if b < HIST_BINS else HIST_BINS - 1] += 1

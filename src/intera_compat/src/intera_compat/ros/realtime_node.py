@@ -88,6 +88,7 @@ class RealtimeLoopNode:
         self.channel = ch = Channel(n, create=True, pairs=len(self.pair_names))
         self.sim_time = bool(rospy.get_param("/use_sim_time", False))
         self.speedup = float(rospy.get_param("~speedup", 1.0))
+        self.unpaced = self.sim_time and self.speedup <= 0  # (the loop waits for what is published: loop.process)
         ch.set_control(speed_ratio=float(cfg.control["speed_ratio"]),
                        command_timeout=float(cfg.control["command_timeout"]),
                        joint_state_hz=float(cfg.rates["joint_states_hz"]))
@@ -403,6 +404,8 @@ class RealtimeLoopNode:
                     self._publish_safety(st, stamp, bool(flags & TICK_SAFETY))
                 if flags & TICK_DIAGNOSTICS:
                     self._publish_diagnostics(st, stamp)
+                if self.unpaced and flags & TICK_STATE_100HZ:
+                    self.channel.set_control(published_time=float(st.time[0]))
             except rospy.ROSException:
                 return
 

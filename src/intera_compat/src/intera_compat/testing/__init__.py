@@ -49,6 +49,13 @@ class _Latest:
         self.msg = m
         self.event.set()
 
+    @classmethod
+    def forget(cls) -> None:
+        """Drop what the last robot said (a new one starts: its first messages are awaited afresh)."""
+        for holder in cls._subs.values():
+            holder.event.clear()
+            holder.msg = None
+
     def wait(self, wall: float = WALL_GUARD):
         if not self.event.wait(wall):
             raise TimeoutError(f"nothing on {self.sub.name} within {wall:g} s")
@@ -66,6 +73,7 @@ def _publisher(topic: str, msg_type, latch: bool = False) -> rospy.Publisher:
 # ---- readiness and time ---------------------------------------------------------------------------------------
 def wait_for_ready(timeout: float = WALL_GUARD) -> None:
     """Until ``/robot/ready`` is True (``timeout``: wall seconds; TimeoutError naming what is still missing)."""
+    _Latest.forget()
     ready = threading.Event()
     sub = rospy.Subscriber("/robot/ready", Bool, lambda m: m.data and ready.set(), queue_size=1)
     try:
@@ -195,6 +203,11 @@ class EventLog:
                                                            f"{m.result.errorId}".strip()), queue_size=100),
             rospy.Subscriber("/robot/limb/right/follow_joint_trajectory/result", FollowJointTrajectoryActionResult,
                              lambda m: self._add("trajectory", f"error_code {m.result.error_code}"), queue_size=100)]
+        end = time.monotonic() + WALL_GUARD  # (the robot's state as it is now comes first: listening from here on)
+        while (self._state is None or self._collision is None) and time.monotonic() < end:
+            time.sleep(0.01)
+        if self._state is None:
+            raise TimeoutError("no /robot/state: is the robot up?")
 
     def _add(self, kind: str, detail: str) -> None:
         with self._lock:
@@ -255,15 +268,21 @@ def _call(service: str, srv_type, *args):
     return r
 
 
-def press_estop() -> None:
+def press_estop(timeout: float = 2.0) -> None:
+    """The E-stop button pressed; returns once the robot reports it (stopped)."""
     from std_srvs.srv import SetBool
     _call("/robot/sim/set_estop", SetBool, True)
+    if not wait_until(lambda: robot_state().stopped and robot_state().estop_button == RobotAssemblyState.ESTOP_BUTTON_PRESSED,
+                      timeout):
+        raise TimeoutError(f"the robot did not report the E-stop within {timeout:g} s")
 
 
-def release_estop() -> None:
-    """The button out again: the robot stays stopped until ``reset()``."""
+def release_estop(timeout: float = 2.0) -> None:
+    """The button out again; returns once the robot reports it released (it stays stopped until ``reset()``)."""
     from std_srvs.srv import SetBool
     _call("/robot/sim/set_estop", SetBool, False)
+    if not wait_until(lambda: robot_state().estop_button == RobotAssemblyState.ESTOP_BUTTON_RELEASED, timeout):
+        raise TimeoutError(f"the robot did not report the E-stop released within {timeout:g} s")
 
 
 def squeeze_cuff(on: bool = True) -> None:

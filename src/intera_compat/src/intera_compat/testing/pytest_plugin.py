@@ -10,7 +10,8 @@
   is stopped with every node it started, and the parameter server is emptied;
 * ``sawyer`` (function): ``sawyer_test.launch`` started and ready (``/robot/ready``), stopped after the test; its
   arguments from the test's ``@pytest.mark.sawyer(initial_pose="neutral", start_enabled=True, scene="table", ...)``.
-  Yields a ``SimSawyer`` (``log_path``, ``args``); drive and check the robot with ``intera_compat.testing``.
+  Yields a ``SimSawyer`` (``log_path``, ``args``, ``stop()``); drive and check the robot with
+  ``intera_compat.testing``. ``start_sawyer(launch, args)`` starts one within a test (several in turn).
 """
 from __future__ import annotations
 
@@ -92,8 +93,14 @@ def clear_params():
 
 @dataclass
 class SimSawyer:
-    log_path: str  # roslaunch's output (every node's)
+    proc: subprocess.Popen  # roslaunch
+    log_path: str  # its output (every node's)
     args: dict  # the launch arguments it was started with
+
+    def stop(self) -> None:
+        """Stop it now (the fixture does after the test), every node with it, and empty the parameter server."""
+        kill_group(self.proc)
+        clear_params()
 
 
 def start_sawyer(launch, args: dict, timeout: float = 120.0) -> SimSawyer:
@@ -106,7 +113,7 @@ def start_sawyer(launch, args: dict, timeout: float = 120.0) -> SimSawyer:
     except TimeoutError as e:
         pytest.fail(f"{e}; the launch {'exited with ' + str(proc.poll()) if proc.poll() is not None else 'runs'}; "
                     f"its log's tail:\n{log_tail(proc.log_path)}")
-    return SimSawyer(proc.log_path, dict(args))
+    return SimSawyer(proc, proc.log_path, dict(args))
 
 
 @pytest.fixture

@@ -1,0 +1,94 @@
+"""The simulated Sawyer as a test fixture (sawyer_test.launch, intera_compat.testing): ready means ready, the helpers
+do what they say, a fault is what a real arm's would be, and a scripted scenario repeats exactly."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from intera_compat import testing as T
+from intera_compat.testing.pytest_plugin import start_sawyer
+
+pytestmark = pytest.mark.node
+SCRIPT = os.path.join(os.path.dirname(__file__), "examples", "wave_hello.py")
+# robot time for the arm to settle on its last target: its integral action works through the joints' dry friction
+# (its last creep decays below 1e-6 rad within a minute or two); before that, where it rests depends on when the commands arrived
+SETTLE = 120.0
+
+
+def scenario(launch) -> tuple:
+    """A hand pushes the held arm, the E-stop is pressed and released, the robot reset and enabled, then the user's
+    script waves twice and ends at neutral; the final joint positions once still, and what happened."""
+    sawyer = start_sawyer(launch, {"initial_pose": "neutral", "seed": 3})
+    events = T.EventLog()
+    T.push("right_l4", force=(0.0, 40.0, 0.0), duration=0.3)
+    T.sleep(1.0)
+    T.press_estop()
+    T.sleep(0.5)
+    T.release_estop()
+    T.reset()
+    T.enable()
+    run = subprocess.run([sys.executable, SCRIPT, "--waves", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout
+    T.sleep(SETTLE)
+    q = T.joint_positions()
+    events.close()
+    sawyer.stop()
+    return q, events.sequence(), run.stdout
+
+
+def test_the_same_scenario_twice_ends_in_the_same_place_after_the_same_events(launch):
+    q1, ev1, out1 = scenario(launch)
+    q2, ev2, out2 = scenario(launch)
+    assert np.abs(q1 - q2).max() < 1e-6, f"{q1} vs {q2}"
+    assert ev1 == ev2
+
+
+@pytest.mark.sawyer(initial_pose="0.3 -0.5 0 1.2 0 0.5 1.57", start_enabled=False, seed=7)
+def test_ready_means_every_interface_is_up_and_the_arm_starts_as_asked(sawyer):
+    import rosgraph
+    import rospy
+    from intera_compat.ros.ready_node import missing
+    assert rospy.get_param("/robot/ready") is True
+    assert missing(rosgraph.Master("/pytest")) == []
+    assert not T.robot_state().enabled  # booted disabled, as asked
+    T.assert_reached([0.3, -0.5, 0.0, 1.2, 0.0, 0.5, 1.57], tol=0.02)
+    assert rospy.get_param("/kinematics_server/ik_seed") == 7
+    T.enable()
+    target = [0.0, -0.6, 0.0, 1.3, 0.0, 0.6, 1.57]
+    with T.JointRecorder() as rec:
+        t0 = T.sim_time()
+        T.sleep(2.0)  # robot time, however fast this machine runs it
+        assert T.sim_time() - t0 >= 2.0
+    assert len(rec.t) > 50 and np.all(np.diff(rec.t) > 0) and rec.q.shape == (len(rec.t), 7)
+    with pytest.raises(AssertionError, match="right_j0"):  # (names the joints that are off)
+        T.assert_reached(target, tol=0.01)
+
+
+@pytest.mark.sawyer()
+def test_an_injected_fault_stops_the_robot_until_it_is_over_reset_and_enabled(sawyer):
+    events = T.EventLog()
+    with pytest.raises(ValueError, match="fault: 'meltdown'"):
+        T.inject_fault("meltdown", 1.0)
+    T.inject_fault("link_lost", 1.0)
+    assert T.wait_until(lambda: T.robot_state().error and T.robot_state().stopped, 0.5)
+    held = T.joint_positions()
+    T.sleep(1.2)  # the link is back: still stopped until a reset, as on a real arm
+    assert T.robot_state().stopped
+    T.assert_reached(held, tol=2e-3)
+    T.reset()
+    T.enable()
+    assert events.sequence() == [("state", "enabled"),
+                                 ("state", "disabled stopped error estop_button=2"),  # (unknown: no link to it)
+                                 ("state", "disabled"), ("state", "enabled")]
+    events.close()
+
+
+def test_a_script_on_the_robots_time_sees_it_from_its_first_line(sawyer):
+    """rospy reports 0 until a node's first /clock: intera_interface's timeouts (now + timeout) would expire at the
+    clock's jump; the venv's rospy waits for the first /clock in init_node (tools/_intera_compat_simtime.py)."""
+    run = subprocess.run([sys.executable, "-c", "import rospy; rospy.init_node('first_line'); print(rospy.get_time())"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert float(run.stdout.split()[-1]) > 1.0, run.stdout
