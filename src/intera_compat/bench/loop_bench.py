@@ -22,8 +22,6 @@
 """
 import argparse
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,12 +29,7 @@ import threading
 import time
 
 import numpy as np
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from intera_compat.testing.processes import free_port, kill_group
 
 
 def start_master(node_name):
@@ -63,11 +56,7 @@ def start_stack(port, extra, launch_file="sawyer_sim.launch"):
 
 
 def stop(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+    kill_group(proc, 15.0)
 
 
 def spin_probe(seconds, cpu, rt):
