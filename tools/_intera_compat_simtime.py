@@ -26,7 +26,8 @@ def _wait_for_clock(rospy) -> None:
         pubs, _, _ = rosgraph.Master(rospy.get_name()).getSystemState()
     except Exception:  # (the master's answer is not ours to insist on)
         return
-    if not any(topic == "/clock" for topic, _ in pubs):
+    clocks = [set(nodes) for topic, nodes in pubs if topic == "/clock"]
+    if not clocks or clocks[0] <= {rospy.get_name()}:  # (none, or this node's own stale registration)
         return
     end = time.monotonic() + WAIT
     while rospy.get_rostime().is_zero() and time.monotonic() < end and not rospy.is_shutdown():

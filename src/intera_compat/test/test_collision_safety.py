@@ -354,6 +354,19 @@ def test_a_push_through_the_loop_moves_a_floating_arm_for_its_duration_and_ends_
     assert "base" in fixed and "right_l0" not in fixed
 
 
+@pytest.mark.parametrize("link, wrench, duration, field", [
+    ("elbow", [0] * 6, 1.0, "link:"), ("right_hand", [0, float("nan"), 0, 0, 0, 0], 1.0, "wrench.force.y"),
+    ("right_hand", [0, 0, 0, 0, 0, float("inf")], 1.0, "wrench.torque.z"),
+    ("right_hand", [2000, 0, 0, 0, 0, 0], 1.0, "wrench.force"), ("right_hand", [0] * 6, -1.0, "duration"),
+    ("right_hand", [0] * 6, float("nan"), "duration"), ("right_hand", [0] * 6, 1e4, "duration"),
+    ("pedestal", [0, 0, 10, 0, 0, 0], 1.0, "link: pedestal is fixed"),
+    ("right_hand", [0, 0, 0, 0, 150, 0], 1.0, "wrench.torque")])
+def test_a_bad_push_is_refused_naming_the_field(link, wrench, duration, field):
+    links, fixed = pushable_links(RobotModel(CFG))
+    with pytest.raises(ValueError, match="^" + field.replace(".", r"\.")):
+        push_words(links, link, wrench, duration, fixed)
+
+
 def test_a_push_acts_at_the_link_frame_origin_as_the_link_turns():
     """The wrench at the frame origin, carried to the centre of mass each step: the same generalised force as
     MuJoCo's own mj_applyFT at the site, before and after the body turns."""

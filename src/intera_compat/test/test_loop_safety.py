@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from ruckig import Result
 
-from intera_compat.loop.layouts import (MSG_ENABLE, MSG_RESET, MSG_SUPPRESS, POSITION_MODE, SUPPRESS_CONTACT_SAFETY,
+from intera_compat.loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_SIM_FAULT, MSG_SUPPRESS, POSITION_MODE,
+                                       SUPPRESS_CONTACT_SAFETY,
                                        TORQUE_MODE, TRAJECTORY_MODE)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.loop.process import Ticker
@@ -396,3 +397,84 @@ def test_commands_in_the_enable_cycle_are_executed(loop):
     tid = loop.trajectories.execute([1.0], [target - np.array([0, 0, 0, 0, 0, 0.2, 0])])
     res = loop.trajectories.wait(tid, 5.0, step=loop.step, dt=loop.dt)
     assert res is not None and res.name == "SUCCEEDED"
+
+
+# ---- faults the simulated arm reports (/robot/sim/inject_fault) and the E-stop button ------------------------------
+def test_a_simulated_fault_stops_the_robot_until_it_is_over_and_reset(loop):
+    from intera_compat.hardware.sim import fault_words
+    L = loop
+    L.event(MSG_SIM_FAULT, *fault_words("protective_stop", 0.3))
+    L.run(0.01)
+    assert faulted(L, faults.FAULT_PROTECTIVE_STOP)
+    L.event(MSG_RESET)
+    L.run(0.05)
+    assert L.state.local.stopped[0] == 1.0  # the arm still reports it: the reset does not take
+    L.run(0.3)
+    L.event(MSG_RESET)
+    L.run(0.01)
+    assert L.state.local.stopped[0] == 0.0 and L.state.local.error[0] == 0.0
+    L.event(MSG_ENABLE, 1)
+    L.run(0.01)
+    assert L.state.local.enabled[0] == 1.0
+
+
+def test_a_pressed_estop_survives_a_fault_and_the_arms_own_estop_ending(loop):
+    from intera_compat.hardware.sim import fault_words
+    L = loop
+    L.event(MSG_ESTOP, 1)
+    L.run(0.01)
+    L.event(MSG_SIM_FAULT, *fault_words("link_lost", 0.1))  # (a fault while the button is held)
+    L.event(MSG_SIM_FAULT, *fault_words("hardware_estop", 0.1))  # (replaces it: the arm's own button, 0.1 s)
+    L.run(0.3)
+    assert L.state.local.estop_button[0] == 1  # the robot's button is still held
+    L.event(MSG_RESET)
+    L.run(0.01)
+    assert L.state.local.stopped[0] == 1.0  # no reset while it is
+    L.event(MSG_ESTOP, 0)
+    L.run(0.01)
+    assert L.state.local.estop_button[0] == 3  # released: now a reset takes
+    L.event(MSG_RESET)
+    L.run(0.01)
+    assert L.state.local.stopped[0] == 0.0
+
+
+@pytest.mark.parametrize("fault, duration, field", [("meltdown", 1.0, "fault"), ("link_lost", 0.0, "duration"),
+                                                    ("link_lost", float("nan"), "duration"),
+                                                    ("link_lost", 1e6, "duration")])
+def test_a_bad_simulated_fault_is_refused_naming_the_field(fault, duration, field):
+    from intera_compat.hardware.sim import fault_words
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        fault_words(fault, duration)
+
+
+class _Record:
+    """A control record whose listener publishes ``published`` (a list: changed by the test)."""
+
+    def __init__(self, published):
+        self.published = published
+        self.local = type("C", (), {})()
+        self.local.published_time = np.zeros(1)
+
+    def read(self):
+        self.local.published_time[0] = self.published[0]
+        return True
+
+
+def test_the_unpaced_simulation_waits_for_the_listener_and_gives_up_on_a_silent_one(monkeypatch):
+    from intera_compat.loop import process
+    monkeypatch.setattr(process, "PUBLISH_PATIENCE", 0.02)
+    published, stop = [1.0], [False]
+    pace = process.ListenerPace(_Record(published), lambda: stop[0])
+    pace.wait(1.0 + process.PUBLISH_LEAD)  # caught up: no wait
+    assert pace.given_up == 0 and pace.lost_at < 0
+    pace.wait(2.0)  # the listener is silent: waited for, then given up
+    assert pace.given_up == 1 and pace.lost_at == 1.0
+    pace.wait(2.5)  # still silent: not waited for again
+    assert pace.given_up == 1
+    published[0] = 2.5  # it publishes again: waited for again
+    pace.wait(3.0)
+    assert pace.given_up == 2 and pace.lost_at == 2.5
+    published[0] = 3.0
+    stop[0] = True
+    pace.wait(9.0)  # shutting down: no wait, not counted
+    assert pace.given_up == 2

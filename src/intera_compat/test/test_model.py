@@ -169,3 +169,17 @@ def test_pin_order_roundtrip(rm):
     q = rm.to_pin(x)
     assert q[rm.model.joints[rm.model.getJointId("head_pan")].idx_q] == 7.0
     assert isinstance(rm.fk(x * 0, "right_hand"), pin.SE3)
+
+
+def test_the_start_pose_is_a_named_pose_or_the_arms_angles_and_anything_else_is_refused(cfg):
+    head = cfg.named_pose("head", "neutral")
+    assert cfg.start_pose("") == pytest.approx(cfg.full_pose(cfg.sim.get("initial_pose", "neutral")))
+    assert cfg.start_pose("shipping") == pytest.approx(cfg.full_pose("shipping"))
+    assert cfg.start_pose("0.3, -0.5 0 1.2 0 0.5 1.57") == pytest.approx([0.3, -0.5, 0, 1.2, 0, 0.5, 1.57, *head])
+    assert cfg.start_pose([0.3, -0.5, 0, 1.2, 0, 0.5, 1.57]) == pytest.approx([0.3, -0.5, 0, 1.2, 0, 0.5, 1.57, *head])
+    for bad, what in (("dance", "no such named pose"), ("0 1", "7 finite angles"),
+                      ("nan 0 0 0 0 0 0", "7 finite angles"), ("inf 0 0 0 0 0 0", "7 finite angles"),
+                      ("0 0 0 0 0 0 9", "right_j6 = 9 is outside"), ([0, None, 0], "7 finite angles"),
+                      ([0, "a", 0], "not 7 numbers")):
+        with pytest.raises(ValueError, match=what):
+            cfg.start_pose(bad)

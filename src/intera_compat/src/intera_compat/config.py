@@ -67,25 +67,29 @@ class RobotConfig:
         """Where the simulated arm starts (every joint, config order): ``spec`` a named pose (``neutral``), the arm
         joints' angles (a list, or a string of numbers split by commas or spaces; the head at its neutral), or ""
         for the config's ``sim.initial_pose``. ValueError naming what is wrong."""
-        if isinstance(spec, str) and not spec.strip():
-            spec = self.sim.get("initial_pose", "neutral")
-        if isinstance(spec, str) and not re.fullmatch(r"[\s,0-9eE.+-]+", spec):
-            poses = self.named_poses[self.limb]["poses"]
-            if spec not in poses:
-                raise ValueError(f"start pose {spec!r}: no such named pose (named poses: {', '.join(poses)})")
-            return self.full_pose(spec)
-        try:
-            q = np.array([float(x) for x in re.split(r"[\s,]+", spec.strip())] if isinstance(spec, str) else spec,
-                         float)
-        except (TypeError, ValueError):
-            raise ValueError(f"start pose {spec!r}: not {self.n_arm} numbers") from None
+        head = "neutral"  # (a named pose's own head pose)
+        if isinstance(spec, str):
+            spec = spec.strip() or str(self.sim.get("initial_pose", "neutral"))
+            try:
+                q = np.array([float(w) for w in re.split(r"[\s,]+", spec)])
+            except ValueError:  # not numbers: a named pose
+                poses = self.named_poses[self.limb]["poses"]
+                if spec not in poses:
+                    raise ValueError(f"start pose {spec!r}: no such named pose (named poses: {', '.join(poses)})") \
+                        from None
+                q, head = self.named_pose(self.limb, spec), spec
+        else:
+            try:
+                q = np.asarray(spec, float)
+            except (TypeError, ValueError):
+                raise ValueError(f"start pose {spec!r}: not {self.n_arm} numbers") from None
         if q.shape != (self.n_arm,) or not np.isfinite(q).all():
             raise ValueError(f"start pose {spec!r}: {self.n_arm} finite angles (rad) of {', '.join(self.joint_names)}")
         lo, hi = self.limits.lower[:self.n_arm], self.limits.upper[:self.n_arm]
         for name, v, a, b in zip(self.joint_names, q, lo, hi):
             if not a <= v <= b:
                 raise ValueError(f"start pose: {name} = {v:g} is outside its limits [{a:g}, {b:g}]")
-        return np.r_[q, self.named_pose("head", "neutral")] if self.head_joint else q
+        return np.r_[q, self.named_pose("head", head)] if self.head_joint else q
 
     def scene_obstacles(self, scene: str = "") -> list:
         """The simulated world's obstacles: the config's ``sim.obstacles`` and those of scene ``scene`` of

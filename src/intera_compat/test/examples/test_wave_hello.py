@@ -10,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
+import rospy
 
 from intera_compat import testing as T
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "wave_hello.py")
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 
 pytestmark = pytest.mark.node
 
@@ -33,7 +33,7 @@ def test_wave_hello_waves_and_comes_back_to_neutral(sawyer):
     with T.JointRecorder() as rec:
         run = wave_hello()
     assert run.returncode == 0, run.stdout
-    T.assert_reached(NEUTRAL, tol=0.01)
+    T.assert_reached(rospy.get_param("/named_poses/right/poses/neutral"), tol=0.01)
     assert rec.q[:, 0].max() > 0.45 and rec.q[:, 0].min() < -0.45  # it waved, both ways
     assert rec.t[-1] - rec.t[0] > 3.0  # (robot time: a few seconds of waving, however fast the machine ran it)
     assert not [e for e in events.sequence() if e[0] == "collision"]

@@ -12,7 +12,6 @@ import rostest
 from intera_compat import testing as T
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wave_hello.py")
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 
 
 class WaveHello(unittest.TestCase):
@@ -23,7 +22,7 @@ class WaveHello(unittest.TestCase):
             run = subprocess.run([sys.executable, SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, timeout=200)
         self.assertEqual(run.returncode, 0, run.stdout)
-        T.assert_reached(NEUTRAL, tol=0.01)
+        T.assert_reached(rospy.get_param("/named_poses/right/poses/neutral"), tol=0.01)
         self.assertGreater(rec.q[:, 0].max(), 0.45)
         self.assertLess(rec.q[:, 0].min(), -0.45)
         self.assertFalse([e for e in events.sequence() if e[0] == "collision"])

@@ -30,7 +30,7 @@ from ..safety.faults import FAULT_CONTROLLER_ERROR
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
 from ..safety.joint_limits import JointLimits, relaxed_range
-from ..safety.robot_state import RobotStateMachine
+from ..safety.robot_state import ESTOP_BUTTON_PRESSED, RobotStateMachine
 from ..safety.torque_guard import TorqueGuard
 from ..sources.base import Setpoint
 from ..sources.head import HeadSource, head_cancellation
@@ -185,7 +185,10 @@ class LoopCycle:
         self._forward_stopping = False
         self._backend_active = None  # the first cycle tells the backend the robot's state
         self._arm_ready = True  # Backend.ready(): the arm executes commands (an arm being powered up does not)
-        self._hw_estop = False  # the robot's E-stop state follows the arm's hardware E-stop while it is pressed
+        # the E-stop button is pressed while either is: the robot's own (/robot/sim/set_estop) or the arm's hardware
+        # E-stop; released when both are
+        self._user_estop = False
+        self._hw_estop = False
         self.interaction_engaged = False
         self.interaction_failures = 0  # cycles whose interaction torque was not finite (the arm held instead)
         self._source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
@@ -328,7 +331,7 @@ class LoopCycle:
                     self.fault_code, self.fault_joint = 0, -1
                     self.backend.reset()
             elif kind == MSG_ESTOP:
-                robot.press_estop() if msg[0] > 0.5 else robot.release_estop()
+                self._estop_button(hw=self._hw_estop, user=msg[0] > 0.5)
             elif kind == MSG_TRAJ_EXECUTE:
                 self._execute_trajectory(k, now)
             elif kind == MSG_TRAJ_CANCEL:
@@ -590,11 +593,17 @@ class LoopCycle:
     def _hardware_estop(self, pressed: bool) -> None:
         """The arm's own E-stop button is the robot's (``estop_button`` pressed, then released: still stopped
         until a reset)."""
-        if pressed and not self._hw_estop:
-            self.robot.press_estop()
-        elif self._hw_estop and not pressed:
+        if pressed != self._hw_estop:
+            self._estop_button(hw=pressed, user=self._user_estop)
+
+    def _estop_button(self, hw: bool, user: bool) -> None:
+        was = self._hw_estop or self._user_estop
+        self._hw_estop, self._user_estop = hw, user
+        if hw or user:
+            if not was or self.robot.estop_button != ESTOP_BUTTON_PRESSED:
+                self.robot.press_estop()
+        elif was:
             self.robot.release_estop()
-        self._hw_estop = pressed
 
     def _robot_edge(self) -> None:
         """The robot became enabled, or disabled / stopped: tell the backend (its drives, its brakes)."""

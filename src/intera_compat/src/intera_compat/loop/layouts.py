@@ -99,6 +99,6 @@ def stats_layout() -> Layout:
     return Layout((
         ("stat_cycles", 1), ("stat_late", 1), ("stat_skipped", 1), ("stat_compute_sum_us", 1),
         ("stat_compute_max_us", 1), ("rt_fifo", 1), ("rt_cpu", 1), ("idle_poll", 1), ("realtime", 1), ("alive", 1),
-        ("ring_full", 1),
+        ("ring_full", 1), ("pace_given_up", 1),  # (speedup 0: times the listener was not waited for)
         ("jitter_hist", HIST_BINS), ("compute_hist", HIST_BINS),
     ))

@@ -46,21 +46,33 @@ PUBLISH_LEAD = 0.05  # s of loop time an unpaced simulation may run ahead of wha
 PUBLISH_PATIENCE = 0.5  # s of wall time it waits for the listener before running on (a listener gone or stalled)
 
 
-def wait_for_listener(ctl_record, now: float) -> bool:
-    """Speedup 0 (as fast as possible): hold the simulation until the listener has published the robot's state up
-    to ``PUBLISH_LEAD`` before ``now``, so that its topics (and the scripts reading them) see every state rather than
-    a simulation racing ahead of them. False when it gave up waiting."""
-    ctl, end = ctl_record.local, 0.0
-    while True:
-        ctl_record.read()
-        if ctl.published_time[0] >= now - PUBLISH_LEAD:
-            return True
-        t = time.monotonic()
-        if not end:
-            end = t + PUBLISH_PATIENCE
-        elif t > end:
-            return False
-        time.sleep(5e-5)
+class ListenerPace:
+    """Speedup 0 (as fast as possible): the simulation waits for the listener to have published the robot's state up
+    to ``PUBLISH_LEAD`` before now, so its topics (and the scripts reading them) never fall behind a simulation racing
+    ahead. A listener that does not keep up for ``PUBLISH_PATIENCE`` of wall time (gone, stalled, still starting) is
+    no longer waited for until it publishes again; ``given_up`` counts those times."""
+
+    def __init__(self, ctl_record, stop):
+        self.ctl_record, self.stop = ctl_record, stop  # stop(): True when the loop is to end
+        self.lost_at = -1.0  # the published time when the listener was given up (-1: it keeps up)
+        self.given_up = 0
+
+    def wait(self, now: float) -> None:
+        rec, ctl = self.ctl_record, self.ctl_record.local
+        rec.read()
+        if self.lost_at >= 0.0:
+            if ctl.published_time[0] == self.lost_at:
+                return  # (still silent: run on)
+            self.lost_at = -1.0
+        end = time.monotonic() + PUBLISH_PATIENCE
+        while ctl.published_time[0] < now - PUBLISH_LEAD:
+            if self.stop() or time.monotonic() > end:
+                if not self.stop():
+                    self.lost_at = ctl.published_time[0]
+                    self.given_up += 1
+                return
+            time.sleep(5e-5)
+            rec.read()
 
 
 class Ticker:
@@ -116,7 +128,9 @@ def run(args) -> int:
     tick_fd = args.tick_fd
     os.set_blocking(tick_fd, False)
     period = dt / args.speedup if args.speedup > 0 else 0.0
-    unpaced = args.sim_time and args.speedup <= 0  # (as fast as the listener keeps up: wait_for_listener)
+    # (as fast as the listener keeps up: ListenerPace)
+    pace = ListenerPace(ch.control, lambda: stop[0] or ch.control.local.shutdown[0] > 0.5) \
+        if args.sim_time and args.speedup <= 0 else None
     if backend.clock:
         if not realtime:
             raise ValueError(f"backend {args.backend} is paced by the arm: no sim time or speed-up")
@@ -172,8 +186,8 @@ def run(args) -> int:
                 os.write(tick_fd, tick)
             except (BlockingIOError, BrokenPipeError):
                 pass
-            if unpaced and flags & TICK_STATE_100HZ:
-                wait_for_listener(ch.control, now)
+            if pace is not None and flags & TICK_STATE_100HZ:
+                pace.wait(now)
         compute_us = (clock() - t0) * 1e6
         b = int(compute_us)
         compute_hist[b if b < HIST_BINS else HIST_BINS - 1] += 1
@@ -183,6 +197,7 @@ def run(args) -> int:
         if stat_tick.due(now):
             stats.stat_skipped[0] = sched.skipped
             stats.ring_full[0] = ch.from_loop.full_rejects
+            stats.pace_given_up[0] = pace.given_up if pace is not None else 0
             stats.alive[0] = 1.0
             ch.stats.publish_local()
         sched.advance()

@@ -41,6 +41,7 @@ def main() -> None:
     timeout = float(rospy.get_param("~timeout", 120.0))
     pub = rospy.Publisher("/robot/ready", Bool, queue_size=1, latch=True)
     rospy.set_param("/robot/ready", False)
+    rospy.on_shutdown(lambda: rospy.set_param("/robot/ready", False))  # (not ready once this launch ends)
     pub.publish(Bool(False))
     master = rosgraph.Master(rospy.get_name())
     deadline = time.monotonic() + timeout  # (wall time: sim time may not run yet)
@@ -51,15 +52,23 @@ def main() -> None:
             deadline = float("inf")
         time.sleep(0.2)
         left = missing(master, skip)
-    while not rospy.is_shutdown():
-        try:
-            rospy.wait_for_message("/robot/joint_states", JointState, 5.0)
-            state = rospy.wait_for_message("/robot/state", RobotAssemblyState, 5.0)
-        except rospy.ROSException:
-            continue
-        if state.enabled == enabled and not state.stopped:
-            break
-        time.sleep(0.05)
+    seen = {}
+    subs = [rospy.Subscriber("/robot/joint_states", JointState, lambda m: seen.__setitem__("js", m), queue_size=1),
+            rospy.Subscriber("/robot/state", RobotAssemblyState, lambda m: seen.__setitem__("state", m),
+                             queue_size=1)]
+    deadline = time.monotonic() + timeout
+
+    def as_asked() -> bool:
+        state = seen.get("state")
+        return "js" in seen and state is not None and state.enabled == enabled and not state.stopped
+    while not as_asked() and not rospy.is_shutdown():
+        if time.monotonic() > deadline:
+            rospy.logerr(f"robot_ready: the robot is not {'enabled' if enabled else 'disabled'} and running after "
+                         f"{timeout:g} s: {seen.get('state')}")
+            deadline = float("inf")
+        time.sleep(0.02)
+    for sub in subs:
+        sub.unregister()
     if rospy.is_shutdown():
         return
     rospy.set_param("/robot/ready", True)

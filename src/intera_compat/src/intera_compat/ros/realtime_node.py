@@ -114,6 +114,11 @@ class RealtimeLoopNode:
             options = {k: v for k, v in options.items() if v not in ("", 0, 0.0)}
         elif backend in ("sim", "sim_position"):  # where the arm starts ("": the config's sim.initial_pose)
             options = {"initial_pose": str(rospy.get_param("~initial_pose", ""))}
+            try:
+                cfg.start_pose(options["initial_pose"])
+            except ValueError as e:
+                rospy.logfatal(f"realtime_loop: ~initial_pose refused: {e}")
+                raise SystemExit(2) from None
         elif backend == "cobot":  # launch arguments over the config's cobot section ("": the config's)
             options = {k: rospy.get_param(f"~cobot_{k}", "") for k in ("endpoint", "execution_mode", "settle_timeout")}
             options = {k: v for k, v in options.items() if v != ""}
@@ -408,6 +413,10 @@ class RealtimeLoopNode:
                     self.channel.set_control(published_time=float(st.time[0]))
             except rospy.ROSException:
                 return
+            except Exception as e:  # (a robot whose state is no longer published must not run on unseen)
+                rospy.logfatal(f"realtime_loop: publishing the robot's state failed ({e!r}); shutting down")
+                rospy.signal_shutdown("state publisher failed")
+                return
 
     def _publish_joint_states(self, st, stamp):
         js = JointState()
@@ -598,6 +607,7 @@ class RealtimeLoopNode:
             "following_error_interventions": st.following_interventions[0],
             "torque_guard_interventions": st.torque_guard_interventions[0],
             "loop_results_dropped_ring_full": sx.ring_full[0], "state_reads_given_up": self.channel.state.failed_reads,
+            "listener_pace_given_up": sx.pace_given_up[0],
         }
         status.values = [KeyValue(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in vals.items()]
         arr = DiagnosticArray(status=[status])

@@ -64,9 +64,10 @@ class RobotStateMachine:
             self.estop_button = ESTOP_BUTTON_RELEASED  # still stopped until reset
 
     def fault(self) -> None:
-        """A joint fault: stopped with error until reset."""
+        """A joint fault: stopped with error until reset (a pressed E-stop button stays pressed: no reset then)."""
         self.enabled = False
         self.stopped = True
         self.error = True
-        self.estop_button = ESTOP_BUTTON_UNKNOWN
-        self.estop_source = ESTOP_SOURCE_FAULT
+        if self.estop_button != ESTOP_BUTTON_PRESSED:
+            self.estop_button = ESTOP_BUTTON_UNKNOWN
+            self.estop_source = ESTOP_SOURCE_FAULT

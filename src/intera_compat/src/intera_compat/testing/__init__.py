@@ -36,14 +36,17 @@ WALL_GUARD = 120.0  # s of wall time any wait gives a simulator that does not ru
 class _Latest:
     """The newest message of a topic, subscribed once per process."""
     _subs: dict = {}
+    _lock = threading.Lock()
 
     @classmethod
     def get(cls, topic: str, msg_type):
-        if topic not in cls._subs:
-            holder = cls._subs[topic] = cls()
-            holder.msg, holder.event = None, threading.Event()
-            holder.sub = rospy.Subscriber(topic, msg_type, holder._cb, queue_size=1)
-        return cls._subs[topic]
+        with cls._lock:
+            if topic not in cls._subs:
+                holder = cls()
+                holder.msg, holder.event = None, threading.Event()
+                holder.sub = rospy.Subscriber(topic, msg_type, holder._cb, queue_size=1)
+                cls._subs[topic] = holder
+            return cls._subs[topic]
 
     def _cb(self, m):
         self.msg = m
@@ -51,15 +54,22 @@ class _Latest:
 
     @classmethod
     def forget(cls) -> None:
-        """Drop what the last robot said (a new one starts: its first messages are awaited afresh)."""
-        for holder in cls._subs.values():
-            holder.event.clear()
-            holder.msg = None
+        with cls._lock:
+            for holder in cls._subs.values():
+                holder.event.clear()
+                holder.msg = None
+
 
     def wait(self, wall: float = WALL_GUARD):
         if not self.event.wait(wall):
             raise TimeoutError(f"nothing on {self.sub.name} within {wall:g} s")
         return self.msg
+
+
+def forget() -> None:
+    """Drop what the last robot said: its successor's first messages are awaited afresh (``wait_for_ready`` and the
+    fixture's ``stop()`` call it)."""
+    _Latest.forget()
 
 
 def _publisher(topic: str, msg_type, latch: bool = False) -> rospy.Publisher:
@@ -71,18 +81,23 @@ def _publisher(topic: str, msg_type, latch: bool = False) -> rospy.Publisher:
 
 
 # ---- readiness and time ---------------------------------------------------------------------------------------
-def wait_for_ready(timeout: float = WALL_GUARD) -> None:
-    """Until ``/robot/ready`` is True (``timeout``: wall seconds; TimeoutError naming what is still missing)."""
+def wait_for_ready(timeout: float = WALL_GUARD, alive=None) -> None:
+    """Until ``/robot/ready`` is True (``timeout``: wall seconds; TimeoutError naming what is still missing).
+    ``alive()``: False once the robot's launch has ended (then it fails at once)."""
     _Latest.forget()
     ready = threading.Event()
     sub = rospy.Subscriber("/robot/ready", Bool, lambda m: m.data and ready.set(), queue_size=1)
     try:
-        if not ready.wait(timeout):
-            from ..ros.ready_node import missing
-            import rosgraph
-            left = missing(rosgraph.Master(rospy.get_name()))
-            raise TimeoutError(f"the robot was not ready within {timeout:g} s (missing: "
-                               f"{', '.join(left) or 'none; /robot/state not enabled as asked?'})")
+        end = time.monotonic() + timeout
+        while not ready.wait(0.1):
+            if alive is not None and not alive():
+                raise TimeoutError("the robot's launch ended before it was ready")
+            if time.monotonic() > end:
+                from ..ros.ready_node import missing
+                import rosgraph
+                left = missing(rosgraph.Master(rospy.get_name()), rospy.get_param("/robot_ready/skip", "").split())
+                raise TimeoutError(f"the robot was not ready within {timeout:g} s (missing: "
+                                   f"{', '.join(left) or 'none; /robot/state not enabled as asked?'})")
     finally:
         sub.unregister()
 
@@ -90,6 +105,12 @@ def wait_for_ready(timeout: float = WALL_GUARD) -> None:
 def sim_time() -> float:
     """The robot's time (s): the newest ``/clock``."""
     return _Latest.get("/clock", Clock).wait().clock.to_sec()
+
+
+def _now() -> float:
+    """The newest ``/clock`` without waiting for one (0 before the first): for subscriber callbacks."""
+    m = _Latest.get("/clock", Clock).msg
+    return m.clock.to_sec() if m is not None else 0.0
 
 
 def wait_until(cond, timeout: float, period: float = 0.005) -> bool:
@@ -117,9 +138,16 @@ def joint_state() -> JointState:
 
 
 def _pick(field: str, names=None) -> np.ndarray:
-    m = joint_state()
-    values = getattr(m, field)
-    return np.array([values[m.name.index(n)] for n in (names or arm_joints())])
+    names = names or arm_joints()
+    end = time.monotonic() + WALL_GUARD
+    while True:  # (a joint_states message without these joints, from another publisher, is not the arm's)
+        m = joint_state()
+        if all(n in m.name for n in names):
+            values = getattr(m, field)
+            return np.array([values[m.name.index(n)] for n in names])
+        if time.monotonic() > end:
+            raise TimeoutError(f"no /robot/joint_states with {names}")
+        time.sleep(0.005)
 
 
 def joint_positions(names=None) -> np.ndarray:
@@ -134,9 +162,13 @@ def assert_reached(target, tol: float = 0.01, names=None, settle: float = 0.0) -
     """The arm (or ``names``) is within ``tol`` rad of ``target`` (a list in order, or {name: angle}); with
     ``settle`` > 0 it is given that much robot time to get there."""
     if isinstance(target, dict):
+        if names is not None:
+            raise ValueError("assert_reached: names come with a dict target, not beside it")
         names, target = list(target), list(target.values())
     names = names or arm_joints()
     target = np.asarray(target, float)
+    if target.shape != (len(names),):
+        raise ValueError(f"assert_reached: {target.size} target angles for {len(names)} joints ({', '.join(names)})")
     if settle > 0:
         wait_until(lambda: np.abs(joint_positions(names) - target).max() <= tol, settle)
     err = joint_positions(names) - target
@@ -150,13 +182,14 @@ class JointRecorder:
 
     def __init__(self, names=None):
         self.names = names or arm_joints()
-        self._rows, self._index, self.sub = [], None, None
+        self._rows, self.sub = [], None
 
     def _cb(self, m: JointState):
-        if self._index is None:
-            self._index = [m.name.index(n) for n in self.names]
-        self._rows.append((m.header.stamp.to_sec(), [m.position[i] for i in self._index],
-                           [m.velocity[i] for i in self._index]))
+        try:
+            index = [m.name.index(n) for n in self.names]
+        except ValueError:
+            return  # (not the arm's joints)
+        self._rows.append((m.header.stamp.to_sec(), [m.position[i] for i in index], [m.velocity[i] for i in index]))
 
     def start(self) -> "JointRecorder":
         self.sub = rospy.Subscriber("/robot/joint_states", JointState, self._cb, queue_size=10000)
@@ -184,12 +217,14 @@ class JointRecorder:
 
 
 class EventLog:
-    """What happened, in order (robot time): ``events`` is a list of (t, kind, detail) with kinds ``state``
-    (enabled / disabled / stopped / error / estop changes), ``collision`` (detected / cleared), ``motion``
-    (a /motion/motion_command result) and ``trajectory`` (a follow_joint_trajectory result).
-    ``sequence()``: the kinds and details without the times."""
+    """What happened, in order of the robot's time: ``events`` is a list of (t, kind, detail) with kinds ``state``
+    (enabled / disabled / stopped / error / estop changes), ``collision`` (detected / cleared), ``motion`` (a
+    /motion/motion_command result) and ``trajectory`` (a follow_joint_trajectory result); ``sequence()`` the kinds
+    and details without the times. Events are stamped with their message's time (the robot's state, which has no
+    stamp, with the time it arrived at): two in the same 10 ms of robot time are in an order of their own. It starts
+    from the robot's state as it is (awaited); a context manager (``with EventLog() as log:``) closes itself."""
 
-    def __init__(self):
+    def __init__(self, wait: float = 10.0):
         from control_msgs.msg import FollowJointTrajectoryActionResult
         from intera_motion_msgs.msg import MotionCommandActionResult
         self.events, self._lock = [], threading.Lock()
@@ -199,40 +234,49 @@ class EventLog:
             rospy.Subscriber("/robot/limb/right/collision_detection_state", CollisionDetectionState,
                              self._on_collision, queue_size=100),
             rospy.Subscriber("/motion/motion_command/result", MotionCommandActionResult,
-                             lambda m: self._add("motion", f"{'ok' if m.result.result else 'failed'} "
-                                                           f"{m.result.errorId}".strip()), queue_size=100),
+                             lambda m: self._add(m.header.stamp.to_sec(), "motion",
+                                                 f"{'ok' if m.result.result else 'failed'} {m.result.errorId}".strip()),
+                             queue_size=100),
             rospy.Subscriber("/robot/limb/right/follow_joint_trajectory/result", FollowJointTrajectoryActionResult,
-                             lambda m: self._add("trajectory", f"error_code {m.result.error_code}"), queue_size=100)]
-        end = time.monotonic() + WALL_GUARD  # (the robot's state as it is now comes first: listening from here on)
+                             lambda m: self._add(m.header.stamp.to_sec(), "trajectory",
+                                                 f"error_code {m.result.error_code}"), queue_size=100)]
+        end = time.monotonic() + wait
         while (self._state is None or self._collision is None) and time.monotonic() < end:
             time.sleep(0.01)
-        if self._state is None:
-            raise TimeoutError("no /robot/state: is the robot up?")
+        if self._state is None or self._collision is None:
+            self.close()
+            raise TimeoutError(f"no /robot/state or collision_detection_state within {wait:g} s: is the robot up?")
 
-    def _add(self, kind: str, detail: str) -> None:
+    def _add(self, t: float, kind: str, detail: str) -> None:
         with self._lock:
-            self.events.append((sim_time(), kind, detail))
+            self.events.append((t, kind, detail))
 
     def _on_state(self, m: RobotAssemblyState) -> None:
         s = ("enabled" if m.enabled else "disabled") + (" stopped" if m.stopped else "") + \
             (" error" if m.error else "") + (f" estop_button={m.estop_button}" if m.estop_button else "")
         if s != self._state:
             self._state = s
-            self._add("state", s)
+            self._add(_now(), "state", s)
 
     def _on_collision(self, m: CollisionDetectionState) -> None:
         if m.collision_state != self._collision:
             if self._collision is not None or m.collision_state:
-                self._add("collision", "detected" if m.collision_state else "cleared")
+                self._add(m.header.stamp.to_sec(), "collision", "detected" if m.collision_state else "cleared")
             self._collision = m.collision_state
 
     def sequence(self) -> list:
         with self._lock:
-            return [(kind, detail) for _, kind, detail in self.events]
+            return [(kind, detail) for _, kind, detail in sorted(self.events, key=lambda e: e[0])]
 
     def close(self) -> None:
         for s in self.subs:
             s.unregister()
+
+    def __enter__(self) -> "EventLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 # ---- robot state ------------------------------------------------------------------------------------------------
@@ -255,7 +299,8 @@ def disable(timeout: float = 5.0) -> None:
 
 
 def reset(timeout: float = 5.0) -> None:
-    """Clears a stop or an error (after a fault or the E-stop's release); the robot is disabled afterwards."""
+    """Clears a stop or an error (after a fault is over, or the E-stop's release); the robot is disabled afterwards.
+    A fault the arm still reports (``inject_fault``'s duration not over) re-stops it: give ``timeout`` enough."""
     _until_state(lambda s: not s.stopped and not s.error, "/robot/set_super_reset", Empty(), "reset", timeout)
 
 
@@ -285,10 +330,19 @@ def release_estop(timeout: float = 2.0) -> None:
         raise TimeoutError(f"the robot did not report the E-stop released within {timeout:g} s")
 
 
-def squeeze_cuff(on: bool = True) -> None:
-    """The cuff squeezed (zero-G: the arm floats) or let go."""
+def squeeze_cuff(on: bool = True, timeout: float = 2.0) -> None:
+    """The cuff squeezed (zero-G: the arm floats, while the robot is enabled) or let go; returns once the cuff
+    reports it."""
+    from intera_core_msgs.msg import IODeviceStatus
     pub = _publisher("/robot/sim/io/cuff", IOComponentCommand)
-    pub.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [int(on)]}}})))
+    cmd = IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [int(on)]}}}))
+
+    def squeezed() -> bool:
+        st = _Latest.get("/io/robot/cuff/state", IODeviceStatus).msg
+        sig = next((x for x in st.signals if x.name == "right_cuff"), None) if st is not None else None
+        return sig is not None and json.loads(sig.data) == [bool(on)]
+    if not wait_until(lambda: squeezed() or pub.publish(cmd), timeout, period=0.05):
+        raise TimeoutError(f"the cuff did not report right_cuff = {bool(on)} within {timeout:g} s")
 
 
 def push(link: str, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0), duration: float = 0.5) -> None:

@@ -99,17 +99,20 @@ class SimSawyer:
 
     def stop(self) -> None:
         """Stop it now (the fixture does after the test), every node with it, and empty the parameter server."""
+        from . import forget
         kill_group(self.proc)
         clear_params()
+        forget()
 
 
 def start_sawyer(launch, args: dict, timeout: float = 120.0) -> SimSawyer:
     """``sawyer_test.launch`` with ``args`` through the ``launch`` fixture, once it is ready."""
     from . import wait_for_ready
     argv = [f"{k}:={str(v).lower() if isinstance(v, bool) else v}" for k, v in args.items()]
-    proc = launch("roslaunch", "intera_compat", "sawyer_test.launch", *argv, log_name="sawyer.log")
+    start_sawyer.count = getattr(start_sawyer, "count", 0) + 1
+    proc = launch("roslaunch", "intera_compat", "sawyer_test.launch", *argv, log_name=f"sawyer{start_sawyer.count}.log")
     try:
-        wait_for_ready(timeout)
+        wait_for_ready(timeout, alive=lambda: proc.poll() is None)
     except TimeoutError as e:
         pytest.fail(f"{e}; the launch {'exited with ' + str(proc.poll()) if proc.poll() is not None else 'runs'}; "
                     f"its log's tail:\n{log_tail(proc.log_path)}")
