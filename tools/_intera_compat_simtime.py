@@ -49,18 +49,20 @@ def _patch(rospy) -> None:
     rospy.init_node = init_node_on_robot_time
 
 
-class _RospyFinder(importlib.abc.MetaPathFinder):
-    """Patches ``rospy`` when it is first executed."""
+class PatchOnImport(importlib.abc.MetaPathFinder):
+    """Calls ``patch(module)`` when module ``name`` is first executed, then steps aside (a mere ``find_spec``
+    leaves it in place). Shared with ``_intera_sdk_compat`` (PyYAML)."""
 
-    def __init__(self):
+    def __init__(self, name: str, patch):
+        self.name, self.patch = name, patch
         self._looking = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "rospy" or self._looking:
+        if name != self.name or self._looking:
             return None
         self._looking = True
         try:
-            spec = importlib.util.find_spec("rospy")
+            spec = importlib.util.find_spec(name)  # (the real one: this finder steps aside meanwhile)
         finally:
             self._looking = False
         if spec is None or spec.loader is None:
@@ -69,14 +71,19 @@ class _RospyFinder(importlib.abc.MetaPathFinder):
 
         def exec_and_patch(module):
             exec_module(module)
-            _patch(module)
+            self.patch(module)
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
         spec.loader.exec_module = exec_and_patch
         return spec
 
+    @classmethod
+    def install(cls, name: str, patch) -> None:
+        """Patch ``name`` now if it is imported already, else when it is."""
+        if name in sys.modules:
+            patch(sys.modules[name])
+        else:
+            sys.meta_path.insert(0, cls(name, patch))
 
-if "rospy" in sys.modules:
-    _patch(sys.modules["rospy"])
-else:
-    sys.meta_path.insert(0, _RospyFinder())
+
+PatchOnImport.install("rospy", _patch)

@@ -7,9 +7,6 @@ venv by ``./setup.sh --with-sdk`` (a ``.pth`` line imports this module at start-
   warning — the rest of PyYAML 6 is untouched. The patch is applied when ``yaml`` is first imported (nothing is
   imported at start-up).
 """
-import importlib.abc
-import importlib.util
-import sys
 import warnings
 
 
@@ -36,34 +33,6 @@ def _patch(yaml) -> None:
         yaml.YAMLLoadWarning = YAMLLoadWarning
 
 
-class _YamlFinder(importlib.abc.MetaPathFinder):
-    """Patches ``yaml`` when it is first executed (a mere ``find_spec`` leaves the hook in place)."""
+from _intera_compat_simtime import PatchOnImport  # noqa: E402 (./setup.sh installs it beside this module)
 
-    def __init__(self):
-        self._looking = False
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "yaml" or self._looking:
-            return None
-        self._looking = True
-        try:
-            spec = importlib.util.find_spec("yaml")  # (the real one: this finder steps aside meanwhile)
-        finally:
-            self._looking = False
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_and_patch(module):
-            exec_module(module)
-            _patch(module)
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-        spec.loader.exec_module = exec_and_patch
-        return spec
-
-
-if "yaml" in sys.modules:
-    _patch(sys.modules["yaml"])
-else:
-    sys.meta_path.insert(0, _YamlFinder())
+PatchOnImport.install("yaml", _patch)

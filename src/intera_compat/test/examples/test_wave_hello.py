@@ -51,11 +51,13 @@ def test_wave_hello_enables_a_robot_that_booted_disabled(sawyer):
 @pytest.mark.sawyer()
 def test_wave_hello_gives_up_when_the_estop_is_pressed_and_the_arm_holds(sawyer):
     script = wave_hello(background=True)
-    assert T.wait_until(lambda: abs(T.joint_positions()[0]) > 0.2, 20)  # it is waving
-    T.press_estop()
-    assert T.wait_until(lambda: T.robot_state().stopped, 1)
-    stopped_at = T.joint_positions()
-    out, _ = script.communicate(timeout=300)
+    try:
+        assert T.wait_until(lambda: abs(T.joint_positions()[0]) > 0.2, 20)  # it is waving
+        T.press_estop()
+        stopped_at = T.joint_positions()
+        out, _ = script.communicate(timeout=300)
+    finally:
+        script.kill()
     assert script.returncode == 1 and "not reached" in out  # (its 15 s timeout, in robot time)
     T.assert_reached(stopped_at, tol=0.02)  # braked where the button caught it
     T.release_estop()

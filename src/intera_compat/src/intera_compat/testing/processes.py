@@ -71,3 +71,32 @@ def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def strays(master_uri: str, keep=()) -> list:
+    """Processes talking to the master at ``master_uri`` (by their environment), other than this one and ``keep``:
+    what a test left behind (a node that a launch respawned while it shut down, a script still running), which would
+    otherwise register its name in the next test and shut that test's node of the same name down."""
+    needle = f"ROS_MASTER_URI={master_uri}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in keep or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+def kill_strays(master_uri: str, keep=()) -> list:
+    """SIGKILL ``strays``; returns their pids."""
+    found = strays(master_uri, keep)
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return found

@@ -7,7 +7,8 @@
   ``init_node`` per process, hence one master per session);
 * ``launch`` (function): ``launch(*argv, log_name=None)`` starts a command line (``roslaunch ...``, ``rosrun ...``)
   against it in a process group of its own, its output in a log file (``proc.log_path``); after the test every one
-  is stopped with every node it started, and the parameter server is emptied;
+  is stopped with every node it started, any other process still talking to the master (a node respawned while its
+  launch shut down, a script left running) is killed, and the parameter server is emptied;
 * ``sawyer`` (function): ``sawyer_test.launch`` started and ready (``/robot/ready``), stopped after the test; its
   arguments from the test's ``@pytest.mark.sawyer(initial_pose="neutral", start_enabled=True, scene="table", ...)``.
   Yields a ``SimSawyer`` (``log_path``, ``args``, ``stop()``); drive and check the robot with
@@ -24,7 +25,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from .processes import free_port, kill_group, log_tail
+from .processes import free_port, kill_group, kill_strays, log_tail
+
+_MASTER: list = []  # the session's rosmaster process (kept when strays are killed)
 
 
 def pytest_configure(config):
@@ -40,6 +43,7 @@ def ros_master():
     os.environ.pop("ROS_IP", None)
     proc = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
+    _MASTER[:] = [proc.pid]
     import rosgraph
 
     deadline = time.time() + 20
@@ -74,6 +78,9 @@ def launch(ros_master, tmp_path):
     for p, log in reversed(procs):
         kill_group(p)
         log.close()
+    left = kill_strays(os.environ["ROS_MASTER_URI"], keep=_MASTER)
+    if left:  # (said, so that a test that leaves processes behind is found)
+        print(f"launch fixture: killed {len(left)} process(es) left talking to the master: {left}")
     clear_params()
 
 
