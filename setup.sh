@@ -46,7 +46,7 @@ if [ ! -f "$stamp" ] || ! sha1sum -c --status "$stamp" 2>/dev/null; then
 fi
 site=$(.venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 # scripts on a simulated robot's time see it from their first line (tools/_intera_compat_simtime.py says why)
-cp tools/_intera_compat_simtime.py "$site/"
+cp tools/_intera_compat_hooks.py tools/_intera_compat_simtime.py "$site/"
 echo "import _intera_compat_simtime" > "$site/_intera_compat_simtime.pth"
 if [ "$WITH_SDK" = 1 ]; then
   .venv/bin/pip install -q --disable-pip-version-check -r requirements-sdk.txt -c requirements.txt

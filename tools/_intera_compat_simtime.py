@@ -10,9 +10,6 @@ realtime loop, which publishes it, and nodes started beside it are not held up).
 Put into the venv by ``./setup.sh`` (a ``.pth`` line imports this module at start-up; rospy itself is patched when
 it is first imported, nothing else is imported early).
 """
-import importlib.abc
-import importlib.util
-import sys
 import time
 
 WAIT = 10.0  # s of wall time for the first /clock
@@ -49,41 +46,6 @@ def _patch(rospy) -> None:
     rospy.init_node = init_node_on_robot_time
 
 
-class PatchOnImport(importlib.abc.MetaPathFinder):
-    """Calls ``patch(module)`` when module ``name`` is first executed, then steps aside (a mere ``find_spec``
-    leaves it in place). Shared with ``_intera_sdk_compat`` (PyYAML)."""
-
-    def __init__(self, name: str, patch):
-        self.name, self.patch = name, patch
-        self._looking = False
-
-    def find_spec(self, name, path=None, target=None):
-        if name != self.name or self._looking:
-            return None
-        self._looking = True
-        try:
-            spec = importlib.util.find_spec(name)  # (the real one: this finder steps aside meanwhile)
-        finally:
-            self._looking = False
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_and_patch(module):
-            exec_module(module)
-            self.patch(module)
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-        spec.loader.exec_module = exec_and_patch
-        return spec
-
-    @classmethod
-    def install(cls, name: str, patch) -> None:
-        """Patch ``name`` now if it is imported already, else when it is."""
-        if name in sys.modules:
-            patch(sys.modules[name])
-        else:
-            sys.meta_path.insert(0, cls(name, patch))
-
+from _intera_compat_hooks import PatchOnImport  # noqa: E402 (./setup.sh installs it beside this module)
 
 PatchOnImport.install("rospy", _patch)

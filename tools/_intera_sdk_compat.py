@@ -33,6 +33,6 @@ def _patch(yaml) -> None:
         yaml.YAMLLoadWarning = YAMLLoadWarning
 
 
-from _intera_compat_simtime import PatchOnImport  # noqa: E402 (./setup.sh installs it beside this module)
+from _intera_compat_hooks import PatchOnImport  # noqa: E402 (./setup.sh installs it beside this module)
 
 PatchOnImport.install("yaml", _patch)

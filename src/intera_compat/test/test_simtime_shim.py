@@ -9,7 +9,8 @@ PATH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "_inte
 
 
 @pytest.fixture
-def shim():
+def shim(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.dirname(PATH))  # (its _intera_compat_hooks: this tree's, not the venv's)
     spec = importlib.util.spec_from_file_location("simtime_shim_under_test", PATH)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -68,8 +68,10 @@ class RobotConfig:
         joints' angles (a list, or a string of numbers split by commas or spaces; the head at its neutral), or ""
         for the config's ``sim.initial_pose``. ValueError naming what is wrong."""
         head = "neutral"  # (a named pose's own head pose)
+        if isinstance(spec, str) and not spec.strip():
+            spec = self.sim.get("initial_pose", "neutral")  # (a name, or the angles as a list)
         if isinstance(spec, str):
-            spec = spec.strip() or str(self.sim.get("initial_pose", "neutral"))
+            spec = spec.strip()
             try:
                 q = np.array([float(w) for w in re.split(r"[\s,]+", spec)])
             except ValueError:  # not numbers: a named pose

@@ -390,8 +390,8 @@ class RealtimeLoopNode:
             while not state.read():  # bounded retries inside; the writer holds it for one copy only
                 time.sleep(1e-5)
             st = state.local
-            self._check_faults(st)
             try:
+                self._check_faults(st)
                 self.trajectory_server.tick(st, bool(flags & TICK_JOINT_STATES))
                 if self.pub_clock is not None:
                     self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(st.time[0])))
@@ -411,11 +411,10 @@ class RealtimeLoopNode:
                     self._publish_diagnostics(st, stamp)
                 if self.unpaced and flags & TICK_STATE_100HZ:
                     self.channel.set_control(published_time=float(st.time[0]))
-            except rospy.ROSException:
-                return
             except Exception as e:  # (a robot whose state is no longer published must not run on unseen)
-                rospy.logfatal(f"realtime_loop: publishing the robot's state failed ({e!r}); shutting down")
-                rospy.signal_shutdown("state publisher failed")
+                if not rospy.is_shutdown():  # (publishing into a node going down raises: that is no failure)
+                    rospy.logfatal(f"realtime_loop: publishing the robot's state failed ({e!r}); shutting down")
+                    rospy.signal_shutdown("state publisher failed")
                 return
 
     def _publish_joint_states(self, st, stamp):

@@ -95,7 +95,7 @@ def wait_for_ready(timeout: float = WALL_GUARD, alive=None) -> None:
             if time.monotonic() > end:
                 from ..ros.ready_node import missing
                 import rosgraph
-                left = missing(rosgraph.Master(rospy.get_name()), rospy.get_param("/robot_ready/skip", "").split())
+                left = missing(rosgraph.Master(rospy.get_name()), str(rospy.get_param("/robot_ready/skip", "")).split())
                 raise TimeoutError(f"the robot was not ready within {timeout:g} s (missing: "
                                    f"{', '.join(left) or 'none; /robot/state not enabled as asked?'})")
     finally:
@@ -108,9 +108,10 @@ def sim_time() -> float:
 
 
 def _now() -> float:
-    """The newest ``/clock`` without waiting for one (0 before the first): for subscriber callbacks."""
+    """The newest ``/clock`` without waiting for one (for subscriber callbacks); this process's ROS time when there
+    is none yet (a robot on wall time has no /clock: its stamps are wall time too)."""
     m = _Latest.get("/clock", Clock).msg
-    return m.clock.to_sec() if m is not None else 0.0
+    return m.clock.to_sec() if m is not None else rospy.get_time()
 
 
 def wait_until(cond, timeout: float, period: float = 0.005) -> bool:
@@ -317,8 +318,8 @@ def press_estop(timeout: float = 2.0) -> None:
     """The E-stop button pressed; returns once the robot reports it (stopped)."""
     from std_srvs.srv import SetBool
     _call("/robot/sim/set_estop", SetBool, True)
-    if not wait_until(lambda: robot_state().stopped and robot_state().estop_button == RobotAssemblyState.ESTOP_BUTTON_PRESSED,
-                      timeout):
+    pressed = RobotAssemblyState.ESTOP_BUTTON_PRESSED
+    if not wait_until(lambda: robot_state().stopped and robot_state().estop_button == pressed, timeout):
         raise TimeoutError(f"the robot did not report the E-stop within {timeout:g} s")
 
 

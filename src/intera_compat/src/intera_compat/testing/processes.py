@@ -5,6 +5,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 
 
 def free_port() -> int:
@@ -73,30 +74,40 @@ def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
                 pass
 
 
-def strays(master_uri: str, keep=()) -> list:
-    """Processes talking to the master at ``master_uri`` (by their environment), other than this one and ``keep``:
-    what a test left behind (a node that a launch respawned while it shut down, a script still running), which would
-    otherwise register its name in the next test and shut that test's node of the same name down."""
+def talking_to(master_uri: str) -> dict:
+    """The processes other than this one whose environment points them at ``master_uri``, with their start times."""
     needle = f"ROS_MASTER_URI={master_uri}".encode()
-    found = []
+    found = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in keep or int(entry) == os.getpid():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    found.append(int(entry))
+                if needle not in f.read().split(b"\0"):
+                    continue
         except OSError:
-            pass
+            continue
+        st = _stat(entry)
+        if st is not None:
+            found[int(entry)] = st[1]
     return found
 
 
-def kill_strays(master_uri: str, keep=()) -> list:
-    """SIGKILL ``strays``; returns their pids."""
-    found = strays(master_uri, keep)
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return found
+def kill_strays(master_uri: str, before: dict, timeout: float = 3.0) -> list:
+    """Stop the processes talking to ``master_uri`` that were not there ``before`` (``talking_to`` then): what a test
+    left behind (a node a launch respawned while it shut down, a script still running), which would otherwise
+    register its name in the next test and shut that test's node of the same name down. SIGTERM (a node
+    unregisters), SIGKILL after ``timeout``; returns their pids."""
+    new = {pid: t for pid, t in talking_to(master_uri).items() if before.get(pid) != t}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid, t in new.items():
+            st = _stat(pid)
+            if st is not None and st[1] == t:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and any((_stat(p) or (0, None))[1] == t for p, t in new.items()):
+            time.sleep(0.05)
+    return list(new)

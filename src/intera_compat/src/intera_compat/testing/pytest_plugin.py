@@ -7,8 +7,9 @@
   ``init_node`` per process, hence one master per session);
 * ``launch`` (function): ``launch(*argv, log_name=None)`` starts a command line (``roslaunch ...``, ``rosrun ...``)
   against it in a process group of its own, its output in a log file (``proc.log_path``); after the test every one
-  is stopped with every node it started, any other process still talking to the master (a node respawned while its
-  launch shut down, a script left running) is killed, and the parameter server is emptied;
+  is stopped with every node it started, any other process that came during the test and still talks to the master
+  (a node respawned while its launch shut down, a script left running) is stopped, and the parameter server is
+  emptied;
 * ``sawyer`` (function): ``sawyer_test.launch`` started and ready (``/robot/ready``), stopped after the test; its
   arguments from the test's ``@pytest.mark.sawyer(initial_pose="neutral", start_enabled=True, scene="table", ...)``.
   Yields a ``SimSawyer`` (``log_path``, ``args``, ``stop()``); drive and check the robot with
@@ -25,9 +26,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from .processes import free_port, kill_group, kill_strays, log_tail
-
-_MASTER: list = []  # the session's rosmaster process (kept when strays are killed)
+from .processes import free_port, kill_group, kill_strays, log_tail, talking_to
 
 
 def pytest_configure(config):
@@ -43,7 +42,6 @@ def ros_master():
     os.environ.pop("ROS_IP", None)
     proc = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    _MASTER[:] = [proc.pid]
     import rosgraph
 
     deadline = time.time() + 20
@@ -65,6 +63,7 @@ def ros_master():
 def launch(ros_master, tmp_path):
     """``launch(*argv)`` starts a command (e.g. roslaunch args) against the private master."""
     procs = []
+    before = talking_to(os.environ["ROS_MASTER_URI"])  # (the master, an X server of an earlier fixture, ...: kept)
 
     def start(*argv, log_name=None):
         log = open(tmp_path / (log_name or f"proc{len(procs)}.log"), "w")
@@ -78,7 +77,7 @@ def launch(ros_master, tmp_path):
     for p, log in reversed(procs):
         kill_group(p)
         log.close()
-    left = kill_strays(os.environ["ROS_MASTER_URI"], keep=_MASTER)
+    left = kill_strays(os.environ["ROS_MASTER_URI"], before)
     if left:  # (said, so that a test that leaves processes behind is found)
         print(f"launch fixture: killed {len(left)} process(es) left talking to the master: {left}")
     clear_params()
