@@ -119,3 +119,26 @@ def test_a_script_on_the_robots_time_sees_it_from_its_first_line(sawyer):
     run = subprocess.run([sys.executable, "-c", "import rospy; rospy.init_node('first_line'); print(rospy.get_time())"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     assert float(run.stdout.split()[-1]) > 1.0, run.stdout
+
+
+def test_a_killed_robot_leaves_no_registration_behind_for_the_next_test(launch):
+    """Nodes killed outright stay registered; the fixture unregisters them (a stale registration let the master shut
+    down a later test's node that had inherited the dead node's port)."""
+    import os
+    import signal
+
+    import rosgraph
+    import rospy
+    from intera_compat.testing.processes import descendants
+    from intera_compat.testing.pytest_plugin import forget_nodes
+    sawyer = start_sawyer(launch, {})
+    for pid in [sawyer.proc.pid, *descendants(sawyer.proc.pid)]:
+        os.kill(pid, signal.SIGKILL)  # (no node unregisters)
+    sawyer.proc.wait(10)
+    master = rosgraph.Master("/pytest")
+
+    def registered():
+        return {n for _, nodes in sum(master.getSystemState(), []) for n in nodes}
+    assert "/realtime_loop" in registered()
+    forget_nodes()
+    assert registered() <= {rospy.get_name()}

@@ -8,7 +8,8 @@
 * ``launch`` (function): ``launch(*argv, log_name=None)`` starts a command line (``roslaunch ...``, ``rosrun ...``)
   against it in a process group of its own, its output in a log file (``proc.log_path``); after the test every one
   is stopped with every node it started, any other process that came during the test and still talks to the master
-  (a node respawned while its launch shut down, a script left running) is stopped, and the parameter server is
+  (a node respawned while its launch shut down, a script left running) is stopped, every node is unregistered from
+  the master (a killed node's stale registration can shut a later test's node down), and the parameter server is
   emptied;
 * ``sawyer`` (function): ``sawyer_test.launch`` started and ready (``/robot/ready``), stopped after the test; its
   arguments from the test's ``@pytest.mark.sawyer(initial_pose="neutral", start_enabled=True, scene="table", ...)``.
@@ -80,7 +81,44 @@ def launch(ros_master, tmp_path):
     left = kill_strays(os.environ["ROS_MASTER_URI"], before)
     if left:  # (said, so that a test that leaves processes behind is found)
         print(f"launch fixture: killed {len(left)} process(es) left talking to the master: {left}")
+    forget_nodes()
     clear_params()
+
+
+def forget_nodes() -> None:
+    """Unregister from the master every node but this process's (all of the test's are gone by now). A node that was
+    killed rather than shut down stays registered, and when a node of the next test registers its name the master
+    tells the dead one's address to shut down — an address the kernel may have handed to another new node by then,
+    which then shuts down ("new node registered with same name")."""
+    import rosgraph
+    import rospy
+    master = rosgraph.Master("/pytest")
+    pubs, subs, srvs = master.getSystemState()
+    me = rospy.get_name()
+    apis = {}
+
+    def api(node):
+        if node not in apis:
+            try:
+                apis[node] = master.lookupNode(node)
+            except rosgraph.MasterError:
+                apis[node] = None
+        return apis[node]
+    for topic, nodes in pubs:
+        for n in nodes:
+            if n != me and api(n):
+                rosgraph.Master(n).unregisterPublisher(topic, api(n))
+    for topic, nodes in subs:
+        for n in nodes:
+            if n != me and api(n):
+                rosgraph.Master(n).unregisterSubscriber(topic, api(n))
+    for service, nodes in srvs:
+        for n in nodes:
+            if n != me:
+                try:
+                    rosgraph.Master(n).unregisterService(service, master.lookupService(service))
+                except rosgraph.MasterError:
+                    pass
 
 
 def clear_params():
@@ -107,6 +145,7 @@ class SimSawyer:
         """Stop it now (the fixture does after the test), every node with it, and empty the parameter server."""
         from . import forget
         kill_group(self.proc)
+        forget_nodes()
         clear_params()
         forget()
 
