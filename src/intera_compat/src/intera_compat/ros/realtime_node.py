@@ -573,8 +573,8 @@ class RealtimeLoopNode:
                          "(error). Reset and enable to continue.")
 
     def _publish_diagnostics(self, st, stamp):
-        if not self.channel.stats.read():
-            return
+        # (a snapshot the loop kept busy: the last one stands in; the command and fault counters come from ``st``)
+        self.channel.stats.read()
         sx = self.channel.stats.local
         now = np.r_[sx.stat_cycles[0], sx.stat_late[0], sx.stat_skipped[0], sx.stat_compute_sum_us[0]]
         hists = (sx.jitter_hist.copy(), sx.compute_hist.copy())
