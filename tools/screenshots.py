@@ -11,29 +11,15 @@ Needs ``./setup.sh --with-viz`` (RViz, Xvfb). Run from the repository root after
     python tools/screenshots.py
 """
 import os
-import select
 import subprocess
 import sys
 import tempfile
 import time
 
-from intera_compat.testing.processes import free_port, kill_group
+from intera_compat.testing.processes import free_port, kill_group, start_xvfb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "docs", "img")
-
-
-def xvfb():
-    r, w = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,),
-                            start_new_session=True)
-    os.close(w)
-    ready, _, _ = select.select([r], [], [], 10.0)
-    n = os.read(r, 16).decode().strip() if ready else ""
-    if not n.isdigit():
-        raise SystemExit("Xvfb did not start (./setup.sh --with-viz installs it)")
-    return proc, f":{n}"
 
 
 def launch_shot(display: str, path: str, *args: str) -> None:
@@ -63,7 +49,10 @@ def launch_shot(display: str, path: str, *args: str) -> None:
 
 def main() -> int:
     os.makedirs(OUT, exist_ok=True)
-    proc, display = xvfb()
+    xvfb = start_xvfb("1280x900x24")
+    if xvfb is None:
+        raise SystemExit("Xvfb did not start (./setup.sh --with-viz installs it)")
+    proc, display = xvfb
     try:
         launch_shot(display, os.path.join(OUT, "rviz.png"), "rviz:=true")
         launch_shot(display, os.path.join(OUT, "viewer.png"), "viewer:=true", "scene:=table", "cameras:=false")

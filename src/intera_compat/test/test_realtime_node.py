@@ -102,13 +102,13 @@ class LoopDiagnostics(Latest):
                 self.stamp = m.header.stamp.to_sec()
                 super()._cb({kv.key: kv.value for kv in st.values})
 
-    def values_after(self, t, js=None):
+    def values_after(self, t, js):
         """The loop's status stamped after ``t`` (1 Hz of loop time; a loop starved at start-up runs slow, so the
-        bound is wide and a miss says whether the loop was alive at all)."""
-        seen = js.count if js is not None else None
+        bound is wide and a miss says whether the loop was alive at all: ``js``, its joint states)."""
+        seen = js.count
         assert wait_for(lambda: self.msg is not None and self.stamp > t, 30), (
             f"no loop status stamped after {t:.3f} in 30 s (last {self.stamp:.3f}); joint_states meanwhile: "
-            f"{'n/a' if js is None else js.count - seen}")
+            f"{js.count - seen}")
         return self.msg
 
 

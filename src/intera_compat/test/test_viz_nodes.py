@@ -2,15 +2,12 @@
 stays up, and nothing at start-up prints an error line: Debian's RViz used to log "[rospack] Error: no such package
 media_export") and ``viewer:=true`` (MuJoCo's viewer draws the arm). Skipped without RViz / Xvfb (./setup.sh
 --with-viz installs both)."""
-import os
 import shutil
-import socket
-import subprocess
 import time
 
 import numpy as np
 import pytest
-from conftest import kill_group
+from intera_compat.testing.processes import kill_group, start_xvfb
 from ros_helpers import wait_for
 
 pytestmark = [pytest.mark.node,
@@ -20,28 +17,12 @@ pytestmark = [pytest.mark.node,
 @pytest.fixture
 def display(monkeypatch):
     """A private X server (Xvfb) as DISPLAY."""
-    # a display of our own, well away from :0 (twice in full runs RViz could not connect to the :0 that
-    # Xvfb -displayfd had picked and that answered on its socket; never with a number of our choosing)
-    n = next(k for k in range(99, 300) if not os.path.exists(f"/tmp/.X{k}-lock")
-             and not os.path.exists(f"/tmp/.X11-unix/X{k}"))
-    proc = subprocess.Popen(["Xvfb", f":{n}", "-ac", "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    if not wait_for(lambda: accepts(f"/tmp/.X11-unix/X{n}"), 10, period=0.1):
-        kill_group(proc)
+    xvfb = start_xvfb()
+    if xvfb is None:
         pytest.skip("Xvfb did not start")
-    monkeypatch.setenv("DISPLAY", f":{n}")
-    yield f":{n}"
-    kill_group(proc)
-
-
-def accepts(path: str) -> bool:
-    """An X server listens on the socket ``path``."""
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(path)
-            return True
-        except OSError:
-            return False
+    monkeypatch.setenv("DISPLAY", xvfb[1])
+    yield xvfb[1]
+    kill_group(xvfb[0])
 
 
 def node_up(name: str) -> bool:

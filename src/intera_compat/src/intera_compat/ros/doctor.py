@@ -176,7 +176,7 @@ def check_environment(r: Report) -> str:
     if rt.returncode == 0 and words[-1:] == ["True"]:
         r.add(OK, "realtime scheduling", f"SCHED_FIFO and the loop's CPU ({words[0]}) granted, as the loop asks")
     else:
-        r.add(WARN, *TROUBLES["rt"][:3])
+        r.add(WARN, *TROUBLES["rt"])
     uri = os.environ.get("ROS_MASTER_URI", "")
     host = os.environ.get("ROS_HOSTNAME") or os.environ.get("ROS_IP") or ""
     if host:

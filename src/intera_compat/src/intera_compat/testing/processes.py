@@ -50,6 +50,22 @@ def descendants(pid: int) -> dict:
     return found
 
 
+def _same(pid: int, start) -> bool:
+    """``pid`` is still the process that started at ``start`` (not a new one given its number)."""
+    st = _stat(pid)
+    return st is not None and st[1] == start
+
+
+def _signal(procs: dict, sig) -> None:
+    """``sig`` to each of ``procs`` ({pid: start time}) that is still that process."""
+    for pid, start in procs.items():
+        if _same(pid, start):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
 def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
     """SIGINT to the process group (roslaunch shuts its nodes down), SIGKILL after ``timeout``; nodes that
     outlived it (one slow to exit, one respawned meanwhile) are SIGKILLed too: none is left behind."""
@@ -65,13 +81,7 @@ def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         proc.wait(5)
     except ProcessLookupError:
         pass
-    for pid, start in nodes.items():
-        st = _stat(pid)
-        if st is not None and st[1] == start:  # (the same process, not a new one with its number)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    _signal(nodes, signal.SIGKILL)
 
 
 def talking_to(master_uri: str) -> dict:
@@ -100,14 +110,35 @@ def kill_strays(master_uri: str, before: dict, timeout: float = 3.0) -> list:
     unregisters), SIGKILL after ``timeout``; returns their pids."""
     new = {pid: t for pid, t in talking_to(master_uri).items() if before.get(pid) != t}
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid, t in new.items():
-            st = _stat(pid)
-            if st is not None and st[1] == t:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
+        _signal(new, sig)
         end = time.monotonic() + timeout
-        while time.monotonic() < end and any((_stat(p) or (0, None))[1] == t for p, t in new.items()):
+        while time.monotonic() < end and any(_same(pid, t) for pid, t in new.items()):
             time.sleep(0.05)
     return list(new)
+
+
+def _accepts(path: str) -> bool:
+    """An X server listens on the socket ``path``."""
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(path)
+            return True
+        except OSError:
+            return False
+
+
+def start_xvfb(screen: str = "1280x1024x24", timeout: float = 10.0):
+    """A private X server: (process, ":N"), or None when it did not come up. Its number is the first free one from
+    99 up, well away from :0 (an X server that ``-displayfd`` had picked twice refused RViz in full runs although it
+    answered on its socket)."""
+    n = next(k for k in range(99, 300) if not os.path.exists(f"/tmp/.X{k}-lock")
+             and not os.path.exists(f"/tmp/.X11-unix/X{k}"))
+    proc = subprocess.Popen(["Xvfb", f":{n}", "-ac", "-screen", "0", screen, "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    end = time.monotonic() + timeout
+    while not _accepts(f"/tmp/.X11-unix/X{n}"):
+        if time.monotonic() > end or proc.poll() is not None:
+            kill_group(proc)
+            return None
+        time.sleep(0.1)
+    return proc, f":{n}"
