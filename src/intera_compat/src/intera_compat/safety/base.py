@@ -6,6 +6,11 @@ command after it (``on_output``). Either returns 0 or a fault code
 (``safety.faults``) and leaves the joint concerned in ``fault_joint``. The chain stops at the
 first fault; the loop then stops the robot. Adding a safety feature = adding a plugin file and
 its name in the config's ``safety_chain`` list.
+
+The command's last word is not the config's order: plugins marked ``final_output``
+(``finite_guard``) check it after every other plugin, and always, even when one of those faulted,
+so whatever ran before them the backend gets finite values and efforts within the tightest
+``effort_limit`` any plugin of the chain declares (``torque_guard``: the joints' effort limits).
 """
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ class SafetyContext:
 
 class SafetyPlugin:
     name = "plugin"
+    final_output = False  # True: ``on_output`` runs after every other plugin's, and always (SafetyChain)
+    effort_limit = None  # per-joint |effort| bound (Nm) the plugin stands for; the final plugins enforce the tightest
 
     def __init__(self):
         self.fault_joint = -1
@@ -59,6 +66,16 @@ class SafetyChain:
         self.fault_joint = -1
         self._state = [p for p in self.plugins if type(p).on_state is not SafetyPlugin.on_state]
         self._commit = [p for p in self.plugins if type(p).commit is not SafetyPlugin.commit]
+        self._final = [p for p in self.plugins if p.final_output]
+        self._output = [p for p in self.plugins if not p.final_output
+                        and type(p).on_output is not SafetyPlugin.on_output]
+        limits = [np.asarray(p.effort_limit, float) for p in self.plugins if p.effort_limit is not None]
+        if limits:
+            tightest = np.minimum.reduce(limits)
+            if not np.all(tightest > 0.0):  # (False for a NaN too)
+                raise ValueError(f"safety chain: effort limits must be > 0 Nm, got {tightest.tolist()}")
+            for p in self._final:
+                p.effort_limit = tightest.copy()
 
     def _result(self, p: SafetyPlugin, code: int) -> int:
         self.fault_code, self.fault_joint = code, p.fault_joint
@@ -82,11 +99,19 @@ class SafetyChain:
         return 0
 
     def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
-        for p in self.plugins:
+        """The plugins in config order up to the first fault, then the final ones whatever happened: the
+        first fault is the chain's."""
+        code = 0
+        for p in self._output:
             code = p.on_output(hw, sp, cmd)
             if code:
-                return self._result(p, code)
-        return 0
+                self._result(p, code)
+                break
+        for p in self._final:
+            c = p.on_output(hw, sp, cmd)
+            if c and not code:
+                code = self._result(p, c)
+        return code
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
         for p in self.plugins:

@@ -18,7 +18,8 @@ reference (hector's SafetyPositionController) and Sawyer's repulsive torques.
 * **Repulsion** (torque backends, every mode but TRAJECTORY, measured configuration): where the
   larger *avoidance* shapes (``/robot/armnav_robot_description``) overlap, a force
   ``stiffness × overlap − damping × ḋ`` (never pulling; the overlap counted at most up to where the
-  tight shapes touch) pushes the pair apart through ``τ += F ∇d``.
+  tight shapes touch) pushes the pair apart through ``τ += F ∇d``. A non-finite distance or gradient
+  is a fault (FAULT_NON_FINITE_OUTPUT), never a repulsion silently skipped or a NaN added.
 
 Cost: distances are exact only where they matter. After a full distance pass at a pose ``q₀``
 (all pairs, coal), a pair's distance at ``q`` is at least ``d(q₀) − Σᵢ Rᵢ|qᵢ − q₀ᵢ|``, where
@@ -40,6 +41,7 @@ from ..hardware.base import HardwareCommand, HardwareState
 from ..model.robot_model import RobotModel
 from ..sources.base import Setpoint
 from .base import SafetyContext, SafetyPlugin
+from .faults import FAULT_NON_FINITE_OUTPUT
 
 
 def _reach_bound(model: pin.Model, joint: int, obj) -> float:
@@ -348,6 +350,11 @@ class CollisionAvoidance(SafetyPlugin):
             overlap = min(-av.d[k], self.max_overlap)  # deeper than touching tight shapes: no stiffer
             g = av.gradient(k, self._g)
             f = self.stiffness * overlap - self.damping * float(g @ hw.velocity)
+            if not (math.isfinite(f) and math.isfinite(float(g @ g))):
+                # a broken distance or gradient: no silent loss of the repulsion (NaN > 0 is False) and no
+                # NaN added to the command: fault (the robot stops), the command left as it is
+                self.fault_joint = -1
+                return FAULT_NON_FINITE_OUTPUT
             if f > 0.0:
                 cmd.effort += f * g
                 self.repelling += 1

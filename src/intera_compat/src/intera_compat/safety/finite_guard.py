@@ -7,8 +7,15 @@
   reads zero), i.e. gravity compensation at its last known angle, never a replayed torque;
 * endpoint wrench non-finite (a broken force/torque sensor) → zeroed, fault;
 * setpoint non-finite → the setpoint becomes the last finite one with zero velocity, fault;
-* command non-finite → the last finite command (one cycle old) is sent instead, fault; from
-  the next cycle on the brakes compute a fresh one.
+* command non-finite → the last command sent (one cycle old, finite and within the effort
+  limits) is sent instead, fault; from the next cycle on the brakes compute a fresh one.
+
+The command check is the chain's last word (``final_output``): it runs after every other plugin's
+``on_output`` whatever the config's order — a NaN that collision avoidance's repulsion or any later
+stage adds is caught — and also when one of them faulted. It then clamps every effort to
+``effort_limit`` (the tightest the chain declares, ``torque_guard``'s): what it replays after a fault
+is what it let through before, so the backend never gets a non-finite value nor an effort over its
+limit. (The clamp runs on finite values only: ``np.clip`` and ``>`` let a NaN through.)
 """
 from __future__ import annotations
 
@@ -32,14 +39,21 @@ def _first_bad(x: np.ndarray, zeros: np.ndarray) -> int:
 
 class FiniteGuard(SafetyPlugin):
     name = "finite_guard"
+    final_output = True
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, effort_limit=None):
+        """``effort_limit`` (n,) Nm: the |effort| bound of every command (None: the chain's, see ``SafetyChain``)."""
         super().__init__()
+        if effort_limit is not None:
+            self.effort_limit = np.asarray(effort_limit, float).copy()
         self.last_q = np.zeros(n)
         self.last_measured = np.zeros(n)
-        self.last_cmd = np.zeros((3, n))
+        self.last_cmd = np.zeros((3, n))  # the last command let through: finite, efforts within the limit
         self._zeros = np.zeros(4 * n)
         self._bad = np.zeros((3, n), dtype=bool)
+        self._abs = np.zeros(n)
+        self._over = np.zeros(n, dtype=bool)
+        self.clamped = 0  # cycles in which the final clamp cut an effort (an earlier stage let it through)
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
         self.last_q[:] = sp.q
@@ -80,11 +94,19 @@ class FiniteGuard(SafetyPlugin):
         return 0
 
     def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
+        code = 0
         j = _first_bad(cmd.block, self._zeros)
         if j >= 0:
             self.fault_joint = j
             self.interventions += 1
             cmd.block[:] = self.last_cmd
-            return FAULT_NON_FINITE_OUTPUT
+            code = FAULT_NON_FINITE_OUTPUT
+        lim = self.effort_limit
+        if lim is not None:  # (every value is finite here)
+            tau = cmd.effort
+            np.abs(tau, out=self._abs)
+            if np.count_nonzero(np.greater(self._abs, lim, out=self._over)):
+                np.clip(tau, -lim, lim, out=tau)
+                self.clamped += 1
         self.last_cmd[:] = cmd.block
-        return 0
+        return code

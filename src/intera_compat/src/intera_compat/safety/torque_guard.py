@@ -4,7 +4,10 @@ Joints driven by commanded torque (TORQUE_MODE) have no position feedback, so th
 them inside their range and speed the way Sawyer does: inside ``zone`` (rad) of a position limit
 a spring/damper pushes back (full effort at the limit), and beyond ``v_max`` a damper brakes
 (full effort at ``overspeed`` × v_max over). Finally every joint's effort is clamped to its
-limit (counted).
+limit (counted). A non-finite effort is left as it is, never clipped into a finite one (``np.clip``
+makes an inf a full effort and lets a NaN through): ``finite_guard``, whose check of the command
+always runs last (``SafetyChain``), faults on it and enforces these limits (``effort_limit``) on
+whatever it sends instead.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ class TorqueGuard(SafetyPlugin):
     def __init__(self, lower, upper, vmax, emax, zone: float = 0.15, overspeed: float = 0.1):
         super().__init__()
         self.emax = np.asarray(emax, float)
+        self.effort_limit = self.emax  # (the chain's final stage enforces it too: SafetyChain)
         self.vmax = np.asarray(vmax, float)
         self.soft_lo = np.asarray(lower, float) + zone
         self.soft_hi = np.asarray(upper, float) - zone
@@ -61,7 +65,9 @@ class TorqueGuard(SafetyPlugin):
                 tau -= t
                 self.interventions += 1
         np.abs(tau, out=self._u)
-        if np.count_nonzero(np.greater(self._u, self.emax, out=self._b)):
+        if np.count_nonzero(np.greater(self._u, self.emax, out=self._b)):  # (an inf too, never a NaN)
+            if not np.isfinite(self._u, out=self._b).all():
+                return 0  # no clip turns an inf into a full effort: finite_guard's final check faults on it
             np.clip(tau, -self.emax, self.emax, out=tau)
             self.clamped += 1
         return 0
