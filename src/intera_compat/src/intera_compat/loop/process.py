@@ -4,6 +4,12 @@ Started by the ``realtime_loop`` node (``python -m intera_compat.loop.process �
 the control record asks it to, or when its parent dies. Around the cycle it keeps the schedule
 (hybrid sleep, skipped ticks), the timing statistics (published at 100 Hz) and the publisher
 ticks, which are decimated on loop time (so rates stay right whatever the loop's period).
+
+Whatever ends the loop, the backend is braked and closed on the way out (``finish``): the control record's
+shutdown, SIGTERM or SIGINT (Ctrl-C on the launch reaches this process too), the parent's death (the kernel's
+SIGTERM, ``die_with_parent``; a tick pipe whose reader is gone says so too), or an exception in a cycle (it is
+raised on afterwards: the exit code and the traceback say what happened). A signal before the loop runs (while
+the backend connects) ends the process at once, through the same way out.
 """
 from __future__ import annotations
 
@@ -92,7 +98,40 @@ class Ticker:
         return True
 
 
+class StopRequest:
+    """SIGTERM / SIGINT as an orderly end: before the loop runs (``looping`` False) a signal raises ``SystemExit``
+    where the process is (the way out brakes and closes the backend); once it runs, ``set`` is raised and the loop
+    ends after its cycle (a cycle is never cut in half)."""
+
+    def __init__(self):
+        self.set = False
+        self.looping = False
+
+    def __call__(self, signum, frame) -> None:
+        self.set = True
+        if not self.looping:
+            raise SystemExit(0)
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self)
+        signal.signal(signal.SIGINT, self)
+
+
+def finish(backend, ch) -> None:
+    """The way out: ``brake`` (the arm holds by its own means, or its controller stops it), then ``close`` (stop
+    streaming, release the arm) — each tried though the other failed — and the loop reported not alive."""
+    for what in ("brake", "close"):
+        try:
+            getattr(backend, what)()
+        except BaseException as e:  # (the other must still run; the exit code tells of the cycle's error)
+            print(f"[realtime_loop] backend {what} on exit failed: {e!r}", file=sys.stderr, flush=True)
+    ch.stats.local.alive[0] = 0.0
+    ch.stats.publish_local()
+
+
 def run(args) -> int:
+    stop = StopRequest()
+    stop.install()  # (first: the parent's death signal asked for below must find it)
     die_with_parent()
     cfg = load_config(args.config)
     rm = RobotModel(cfg)
@@ -101,6 +140,15 @@ def run(args) -> int:
     if args.scene:
         options["scene"] = args.scene
     backend = build_backend(args.backend, rm, options)
+    try:
+        return serve(args, cfg, rm, ch, backend, stop)
+    finally:
+        stop.looping = True  # (a second signal must not cut the way out short)
+        finish(backend, ch)
+
+
+def serve(args, cfg, rm, ch, backend, stop: StopRequest) -> int:
+    """Connect the backend and run the cycle until ``stop`` is set or the control record asks for the end."""
     backend.connect()
     cycle = LoopCycle(cfg, rm, backend, ch, start_enabled=args.start_enabled)
     dt = cycle.dt
@@ -119,17 +167,30 @@ def run(args) -> int:
     else:
         why = "--no-rt" if realtime else "sim time / speedup"
         info = {"cpu": -1, "fifo": False, "message": f"realtime scheduling off ({why})"}
-    stats.rt_fifo[0] = info["fifo"]
-    stats.rt_cpu[0] = info["cpu"]
-    stats.realtime[0] = realtime
-    print(f"[realtime_loop] backend={args.backend} dt={dt * 1e3:.3f} ms speedup="
-          f"{'unlimited' if args.speedup <= 0 else args.speedup} cpu={info['cpu']} fifo={info['fifo']} "
-          f"spin_margin={margin * 1e6:.0f} us {info.get('message', '')}", flush=True)
+    try:
+        stats.rt_fifo[0] = info["fifo"]
+        stats.rt_cpu[0] = info["cpu"]
+        stats.realtime[0] = realtime
+        print(f"[realtime_loop] backend={args.backend} dt={dt * 1e3:.3f} ms speedup="
+              f"{'unlimited' if args.speedup <= 0 else args.speedup} cpu={info['cpu']} fifo={info['fifo']} "
+              f"spin_margin={margin * 1e6:.0f} us {info.get('message', '')}", flush=True)
+        loop(args, cfg, ch, backend, cycle, stop, realtime, margin)
+    finally:
+        if idle_fd is not None:
+            os.close(idle_fd)
+    return 0
+
+
+def loop(args, cfg, ch, backend, cycle, stop: StopRequest, realtime: bool, margin: float) -> None:
+    """The cycles, until ``stop`` is set, the control record asks for the end, or the node is gone (its end of the
+    tick pipe closed)."""
+    dt = cycle.dt
+    stats = ch.stats.local
     tick_fd = args.tick_fd
     os.set_blocking(tick_fd, False)
     period = dt / args.speedup if args.speedup > 0 else 0.0
     # (as fast as the listener keeps up: ListenerPace)
-    pace = ListenerPace(ch.control, lambda: stop[0] or ch.control.local.shutdown[0] > 0.5) \
+    pace = ListenerPace(ch.control, lambda: stop.set or ch.control.local.shutdown[0] > 0.5) \
         if args.sim_time and args.speedup <= 0 else None
     if backend.clock:
         if not realtime:
@@ -144,15 +205,13 @@ def run(args) -> int:
     diag = Ticker(float(cfg.rates.get("diagnostics_hz", 1)))
     jitter_hist, compute_hist = stats.jitter_hist, stats.compute_hist
     tick = bytearray(1)
-    stop = [False]
-    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
-    signal.signal(signal.SIGINT, lambda *_: stop.__setitem__(0, True))
     gc.collect()
     gc.freeze()
     gc.disable()  # nothing in the cycle makes reference cycles; a collection would be a stall
     clock = time.monotonic
     last_start = clock()
-    while not stop[0]:
+    stop.looping = True
+    while not stop.set:
         lateness = sched.wait()
         t0 = clock()
         cycle.step()  # reads the control record first
@@ -184,8 +243,10 @@ def run(args) -> int:
             tick[0] = flags
             try:
                 os.write(tick_fd, tick)
-            except (BlockingIOError, BrokenPipeError):
+            except BlockingIOError:
                 pass
+            except BrokenPipeError:  # the node is gone (its death signal may not have come): the end
+                stop.set = True
             if pace is not None and flags & TICK_STATE_100HZ:
                 pace.wait(now)
         compute_us = (clock() - t0) * 1e6
@@ -201,12 +262,6 @@ def run(args) -> int:
             stats.alive[0] = 1.0
             ch.stats.publish_local()
         sched.advance()
-    stats.alive[0] = 0.0
-    ch.stats.publish_local()
-    backend.close()
-    if idle_fd is not None:
-        os.close(idle_fd)
-    return 0
 
 
 def main(argv=None) -> int:
