@@ -62,12 +62,16 @@ class InteractionLimits:
     admittance_speed: tuple = (0.5, 1.5)  # m/s, rad/s: the virtual endpoint never moves faster than this
     admittance_max_lag: float = 0.1  # rad: the command never leads the measured joints by more (anti-windup)
     rotation_wall_torque: float = 30.0  # Nm: the rotational wall's push saturates here (it is damped, too)
+    # N, Nm: the impedance's spring never pushes harder than this — the pose error K acts on is kept within
+    # spring_wrench / K of the arm (the loop's default: collision detection's over-wrench thresholds) ...
+    spring_wrench: tuple = (100.0, 15.0)
+    reference_window: float = 0.1  # rad: ... and a moving reference (a stream, a trajectory) within this of each joint
 
     def __post_init__(self):
         """Every figure finite and > 0 (a zero would divide by zero in the cycle); pairs are (linear, angular)."""
         pairs = ("k_cap", "k_top", "d_default", "d_cap", "f_cap", "motion_limit", "admittance_mass",
-                 "admittance_speed")
-        scalars = ("bandwidth_hz", "kns_cap", "torque_rate", "admittance_max_lag", "rotation_wall",
+                 "admittance_speed", "spring_wrench")
+        scalars = ("bandwidth_hz", "kns_cap", "torque_rate", "admittance_max_lag", "rotation_wall", "reference_window",
                    "rotation_wall_torque", "admittance_damping_ratio", "min_damping_ratio")
         for name in pairs + scalars:
             v = getattr(self, name)
@@ -227,6 +231,7 @@ class InteractionParams:
         flags = w[o + n + 13:o + n + 17] > 0.5
         self.in_endpoint_frame, self.disable_damping, self.disable_reset, self.rotations_cz = (bool(b) for b in flags)
         self.force_axes = np.isin(self.modes, (FORCE, FORCE_WITH_MOTION_LIMIT))
+        self.spring_axes = ~self.force_axes  # (IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT: K acts on the pose error)
         # the controlled point: the tip, or a point on the tool (endpoint-frame coordinates)
         self.offset = w[o + n + 6:o + n + 9] if self.in_endpoint_frame else np.zeros(3)
         self.has_offset = bool(self.offset.any())
@@ -340,6 +345,8 @@ class CartesianImpedance:
         # singularity Λ grows without bound along the lost direction, the damping with it
         self._lam_cap = np.array([30.0, 30.0, 30.0, 3.0, 3.0, 3.0])
         self._e_w = np.zeros(6)
+        self._ke = np.zeros(6)
+        self._spring = limits.spring_wrench
         self._d_cap = np.repeat(limits.d_cap, 3)
         self._r, self._Jp = np.zeros(3), np.zeros((6, n))
         # the joint-torque loop (a Sawyer's series-elastic joints close one): the link-side torque the joint
@@ -388,6 +395,30 @@ class CartesianImpedance:
         pin.forwardKinematics(self.model, d, self._q, self._v)
         self._x_ref = pin.updateFramePlacement(self.model, d, self.fid).copy()
         self._xd_ref[:] = pin.getFrameVelocity(self.model, d, self.fid, pin.LOCAL_WORLD_ALIGNED).vector
+
+    def _bound_error(self, p: InteractionParams, K: np.ndarray, e: np.ndarray) -> None:
+        """The spring's pose error, shortened (along itself) so that its force |K e| stays within ``spring_wrench``
+        (translation and rotation apart): an arm held back — a wall, a hand, the table — is pressed with a
+        bounded force however far its reference went."""
+        ke = self._ke
+        np.multiply(K, e, out=ke)
+        np.copyto(ke, 0.0, where=p.force_axes)
+        for s, top in ((slice(0, 3), self._spring[0]), (slice(3, 6), self._spring[1])):
+            f = math.sqrt(float(ke[s] @ ke[s]))
+            if f > top:
+                np.multiply(e[s], top / f, out=e[s], where=p.spring_axes[s])
+
+    def bound(self, F_world: np.ndarray) -> float:
+        """The share (≤ 1) of the wrench ``F_world`` that is within ``spring_wrench``: what collision detection
+        may take as the controller's own push."""
+        f = math.sqrt(float(F_world[:3] @ F_world[:3]))
+        t = math.sqrt(float(F_world[3:] @ F_world[3:]))
+        r = 1.0
+        if f > self._spring[0]:
+            r = self._spring[0] / f
+        if t > self._spring[1]:
+            r = min(r, self._spring[1] / t)
+        return r
 
     def compute(self, q: np.ndarray, v: np.ndarray, q_ref: np.ndarray, v_ref: np.ndarray) -> bool:
         """Fill ``self.tau`` (arm joints); False if the inputs or the result are not finite, or the
@@ -439,6 +470,7 @@ class CartesianImpedance:
         default_damping(p, K, self._d0, self._k_lo, D)
         damping_floor(p, 2.0 * lim.min_damping_ratio * np.sqrt(K * lam_a), D)
         np.minimum(D, self._d_cap, out=D)
+        self._bound_error(p, K, e)
         axis_wrench(p, K, D, e, ed, xd_a, self._mlim, self._k_hi, self.F)
         Fw = self.F_world
         Fw[:] = R6 @ self.F

@@ -38,8 +38,8 @@ from ..sources.hold import HoldSource, SafetyHold
 from ..sources.position import PositionSource
 from ..sources.stream import StreamSource
 from ..sources.torque import TorqueSource
-from ..sources.trajectory import (R_COLLISION, R_FAULT, R_SAFETY_STOP, R_ZERO_G, SUCCEEDED, TRAJ_DONE, TRAJ_RUNNING,
-                                  TRAJ_STOPPING, TrajectorySource)
+from ..sources.trajectory import (R_COLLISION, R_FAULT, R_NONE, R_SAFETY_STOP, R_ZERO_G, SUCCEEDED, TRAJ_DONE,
+                                  TRAJ_RUNNING, TRAJ_STOPPING, TrajectorySource)
 from ..sources.velocity import VelocitySource
 from ..sources.zero_g import ZeroGSource
 from .arbiter import Arbiter
@@ -103,6 +103,16 @@ def build_safety_chain(cfg: RobotConfig, dt: float, rm: RobotModel, ctx: SafetyC
     return SafetyChain([factories[x]() for x in names if effort or x != "collision_detection"])
 
 
+def interaction_limits(cfg: RobotConfig) -> InteractionLimits:
+    """``control.interaction``; its ``spring_wrench`` defaults to collision detection's over-wrench thresholds
+    (the impedance's own push never reaches what would count as a collision)."""
+    c = dict(cfg.control.get("interaction") or {})
+    cd = cfg.control.get("collision_detection") or {}
+    if "spring_wrench" not in c and cd:
+        c["spring_wrench"] = (float(cd.get("force", 100.0)), float(cd.get("torque", 15.0)))
+    return InteractionLimits.from_config(c)
+
+
 class LoopCycle:
     def __init__(self, cfg: RobotConfig, rm: RobotModel, backend: Backend, channel: Channel,
                  start_enabled: bool = True):
@@ -158,11 +168,13 @@ class LoopCycle:
         self.interaction: InteractionParams | None = None
         # torque arms: impedance (joint torques); arms that take positions and measure the endpoint wrench:
         # admittance; others: none (the listener refuses the command)
-        ilim = InteractionLimits.from_config(c.get("interaction"))
+        ilim = interaction_limits(cfg)
         sup = self.adapter.supports
         self.impedance = self.admittance = None
         if sup(Capability.TORQUE):
             self.impedance = CartesianImpedance(rm, cfg.tips[0], arm, ilim, dt)
+            self._ref_window = ilim.reference_window
+            self._ref_dev, self._ref_out = np.zeros(na), np.zeros(na, dtype=bool)
         elif sup(Capability.WRENCH) and (sup(Capability.POSITION) or sup(Capability.VELOCITY)):
             self.admittance = CartesianAdmittance(rm, cfg.tips[0], arm, ilim, dt)
             n_arm = self.admittance.n
@@ -260,9 +272,22 @@ class LoopCycle:
         starting its program on is not: the robot reports itself enabled once it is)."""
         return self.robot.enabled and not self.robot.stopped and self._arm_ready
 
+    def _held_by(self) -> int:
+        """The override holding the arm now, as a trajectory's reason (R_NONE: none): the safety E-stop latch,
+        the collision hold, zero-G."""
+        if self.estop_hold.on:
+            return R_SAFETY_STOP
+        if self.collision_hold.on:
+            return R_COLLISION
+        if self.zero_g.engaged():
+            return R_ZERO_G
+        return R_NONE
+
     def _command(self, now: float) -> None:
-        if not self.robot_active or self.estop_hold.on or self.zero_g.engaged():
-            self.counts["ignored"] += 1  # disabled, safety E-stop, zero-G: commands are not executed
+        if not self.robot_active or self._held_by():
+            # disabled, safety E-stop, collision hold, zero-G: commands are not executed, and none is kept for
+            # when the hold ends (a streaming client's next command after it resumes its mode)
+            self.counts["ignored"] += 1
             return
         src = self.by_mode.get(int(self._msg[0]))
         if src is None or not self.adapter.supports(src.requires):
@@ -300,6 +325,10 @@ class LoopCycle:
         v = m[o:o + k * n].reshape(k, n)
         o += k * n
         a = m[o:o + k * n].reshape(k, n)
+        held = self._held_by()
+        if held and self.robot_active:  # (a Sawyer refuses motion while an override holds the arm: nothing
+            self.trajectory.refuse(traj_id, held)  # is kept to start by itself when the hold ends)
+            return
         if self.trajectory.prepare(traj_id, order, mask, t, q, v, a, self.sp, self.robot_active, scaling, tracking,
                                    kp):
             self.arbiter.select(self.trajectory, self.sp, self.hw, now)
@@ -339,14 +368,11 @@ class LoopCycle:
             elif kind == MSG_TRAJ_SCALING:
                 self.trajectory.set_scaling(msg[0], msg[1])
             elif kind == MSG_SAFETY_ESTOP:
-                self.estop_hold.on = msg[0] > 0.5
-                if self.estop_hold.on:
-                    self._safety_stop(R_SAFETY_STOP, resume=False)
-                self.safety_changed = True
+                self._safety_estop(msg[0] > 0.5, now)
             elif kind == MSG_CUFF:
                 self.zero_g.squeezed = msg[0] > 0.5
-            elif kind == MSG_HEAD:  # (not while the brakes hold: the client re-sends until the head is there)
-                if self.head is not None and self.robot_active:
+            elif kind == MSG_HEAD:  # (not while the brakes or the safety E-stop latch hold: the client re-sends
+                if self.head is not None and self.robot_active and not self.estop_hold.on:  # until it is there)
                     self.head.command(msg[0], msg[1], int(msg[2]))
             elif kind == MSG_ARM_REQUEST:
                 if int(msg[1]) in ARM_WHILE_DISABLED and self.robot_wanted:  # (the controller would stop
@@ -366,6 +392,8 @@ class LoopCycle:
             self.counts["superseded"] += n_cmd - 1
         if self.robot_active != was_active:
             self.law.reset()  # the integral restarts with the robot (switches between sources are bumpless)
+        if not self.robot_active:
+            self.interaction = None  # (stopped, disabled, faulted, E-stopped: it ends; a new command begins it again)
 
     def _interaction_command(self, k: int, now: float) -> None:
         """A new InteractionControlCommand (the SDK re-sends the same one at 10 Hz: only changes act). Turning
@@ -378,6 +406,9 @@ class LoopCycle:
             return
         if self.interaction_law is None:
             self.counts["ignored"] += 1  # (the listener refuses it on arms that can do neither)
+            return
+        if p.active and (not self.robot_active or self.estop_hold.on or self.collision_hold.on):
+            self.counts["ignored"] += 1  # (stopped, disabled, faulted, held: interaction ends and cannot begin)
             return
         self.interaction = p if p.active else None
         if p.active:
@@ -426,6 +457,8 @@ class LoopCycle:
             self._admit()
             return
         i = imp.arm
+        if self.arbiter.active is not self.hold:
+            self._bound_reference(i)
         if self._torque_loop:
             imp.compensate(hw.effort[i])
         if not imp.compute(hw.position, hw.velocity, sp.q, sp.v):
@@ -434,11 +467,33 @@ class LoopCycle:
         np.add(imp.tau, imp.comp, out=sp.tau[i])
         sp.torque_only[i] = True
         sp.fixed[i] = False
-        if det is not None:  # what the controller pushes with is not a collision (the next cycle's detection)
+        if det is not None:  # what the controller pushes with, within its bound, is not a collision (the next
+            w = imp.F_world  # cycle's detection)
+            r = imp.bound(w)
             np.abs(imp.tau, out=det.allow[i])
-            w = imp.F_world
-            det.allow_force = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
-            det.allow_torque = math.sqrt(w[3] * w[3] + w[4] * w[4] + w[5] * w[5])
+            det.allow[i] *= r
+            det.allow_force = r * math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+            det.allow_torque = r * math.sqrt(w[3] * w[3] + w[4] * w[4] + w[5] * w[5])
+
+    def _bound_reference(self, i: slice) -> None:
+        """A moving reference under impedance (a stream, a POSITION target, a trajectory) is kept within
+        ``interaction.reference_window`` of each measured joint, and the source pulled back with it: the safety
+        chain's own window does not see joints driven by torque, and a reference running on against an obstacle
+        would wind up the spring (the force is bounded apart, by ``spring_wrench``)."""
+        sp, q, out, w = self.sp, self.hw.position[i], self._ref_out, self._ref_window
+        dev = self._ref_dev
+        np.subtract(sp.q[i], q, out=dev)
+        np.abs(dev, out=dev)
+        np.greater(dev, w, out=out)
+        if not np.count_nonzero(out):
+            return
+        np.subtract(sp.q[i], q, out=dev)
+        np.clip(dev, -w, w, out=dev)
+        dev += q
+        np.copyto(sp.q[i], dev, where=out)
+        np.copyto(sp.v[i], 0.0, where=out)
+        np.copyto(sp.a[i], 0.0, where=out)
+        self.arbiter.active.rebase(sp)
 
     def _admit(self) -> None:
         """Admittance (a position arm): the arm joints' setpoint becomes the admittance's joint command. An arm
@@ -536,14 +591,36 @@ class LoopCycle:
         self.upper[:] = upper
         self._limits.set_range(self.lower, self.upper)
 
-    def _safety_stop(self, reason: int, resume: bool) -> None:
-        """A safety hold takes the arm: a running trajectory ends with ``reason``; afterwards the arm
-        holds, unless ``resume`` and the last request was a streaming mode (it resumes)."""
-        t, arb = self.trajectory, self.arbiter
+    def _safety_stop(self, reason: int) -> None:
+        """A safety hold takes the arm: a running trajectory ends with ``reason``; when the hold ends the arm
+        holds where it is until a new command (a streaming client's next one resumes its mode)."""
+        t = self.trajectory
         if t.state in (TRAJ_RUNNING, TRAJ_STOPPING):
             t.deactivate(reason)
-        if not resume or arb.selected is t:
-            arb.selected = self.hold
+        self.arbiter.selected = self.hold
+
+    def _safety_estop(self, on: bool, now: float) -> None:
+        """The safety E-stop latch (/realtime_loop/safety_estop) set or released: the arm and the head stop dead
+        where they are and take no command while it holds; interaction control ends."""
+        if on == self.estop_hold.on:
+            return
+        self.estop_hold.on = on
+        self.safety_changed = True
+        head = self.head
+        if on:
+            self._safety_stop(R_SAFETY_STOP)
+            self._end_interaction()
+            if head is not None:
+                head.hold_here(self.hw)
+        elif head is not None:
+            head.release(self.sp, self.hw, now)
+
+    def _end_interaction(self) -> None:
+        """Interaction control ends (a stop, disable, fault, E-stop or collision): the arm holds where it is and
+        nothing re-engages it but a new command (the listener forgets the one it forwarded when it sees it off)."""
+        if self.interaction is not None:
+            self.interaction = None
+            self._hold_here(self.now)
 
     def _safety(self, now: float) -> None:
         """This cycle's safety context, and the overrides the detection asks for."""
@@ -564,7 +641,7 @@ class LoopCycle:
             self._zero_g_was = not self._zero_g_was
             self.safety_changed = True
             if self._zero_g_was:  # zero-G takes the arm: a trajectory ends; on release the arm holds where it was left
-                self._safety_stop(R_ZERO_G, resume=False)
+                self._safety_stop(R_ZERO_G)
         # a hand on the cuff is not a collision
         on = not (self.suppressed(SUPPRESS_CONTACT_SAFETY) or zg.engaged())
         if on != ctx.detection:
@@ -572,7 +649,8 @@ class LoopCycle:
         det = self.detection
         if det is not None:
             if det.tripped:
-                self._safety_stop(R_COLLISION, resume=True)
+                self._safety_stop(R_COLLISION)
+                self._end_interaction()
             if det.holding != self.collision_hold.on:
                 self.collision_hold.on = det.holding
                 self.safety_changed = True

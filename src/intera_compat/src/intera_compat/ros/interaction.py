@@ -55,10 +55,22 @@ class InteractionTopics:
         except ValueError as e:
             rospy.logerr_throttle(1.0, f"interaction_control_command refused: {e}; nothing changed")
 
+    def _ended(self) -> None:
+        """The loop has no interaction on (a stop, disable, fault, E-stop or collision ended it, or it refused it):
+        the command last forwarded is forgotten, so the same command sent again begins it again. (Seen before the
+        loop took a new command, this only makes the next re-send go to the loop again, which ignores a repeat.)"""
+        if self.last_words is not None and self.last_words[0] > 0.5:
+            with self.lock:
+                self.last_words = None
+                self.accepted = None
+
     def publish(self, st, stamp) -> None:
         """InteractionControlState from the loop's record (what is in effect) while interaction control is on."""
+        if st.interaction_on[0] < 0.5:
+            self._ended()
+            return
         msg = self.accepted
-        if msg is None or st.interaction_on[0] < 0.5:
+        if msg is None:
             return
         s = InteractionControlState()
         s.header.stamp = stamp

@@ -32,7 +32,9 @@ class HeadSource(PositionSource):
         self.mode = ACTIVE
         self.yaw = 0.0
         self.blocked = False
+        self.held = False  # the safety E-stop latch holds the head where it was (``hold_here``)
         self._pan = np.zeros(1)
+        self._rest = np.zeros(1)
         self.set_ratio(1.0)
 
     @property
@@ -85,8 +87,21 @@ class HeadSource(PositionSource):
         if self.mode == ACTIVE_CANCELLATION:
             self.yaw = self.yaw_offset + float(hw.position[self.j0]) + float(self.interp.target[0])
 
+    def hold_here(self, hw: HardwareState) -> None:
+        """The safety E-stop latch: the head stops dead where it is measured (as the arm does) and takes no target
+        until ``release``; a cancelled yaw is not chased while held."""
+        self.held = True
+        self.blocked = False
+        self.interp.reset(hw.position[self.idx], self._rest)
+
+    def release(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        """The latch ended: the head stays where it is until its next command (a cancelled yaw becomes the one
+        it has now, as after the brakes)."""
+        self.held = False
+        self.activate(sp, hw, now)
+
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
-        if self.mode == ACTIVE_CANCELLATION:
+        if self.mode == ACTIVE_CANCELLATION and not self.held:
             self._cancel(hw)
         return super().update(now, hw, sp)
 

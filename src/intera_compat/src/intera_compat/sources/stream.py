@@ -1,7 +1,11 @@
 """TRAJECTORY_MODE JointCommands: streamed (position, velocity, acceleration) points, extrapolated
 between commands with constant acceleration; the acceleration is the inverse-dynamics feed-forward.
 
-Joints a command does not name keep extrapolating from where their last point put them now.
+A point that decelerates (velocity and acceleration of opposite signs) is extrapolated only up to where its
+velocity reaches zero, and stays there: a stream that stops on a braking point never runs back against its
+own direction of motion (a Sawyer's stream extrapolation does not reverse either; the command timeout's stop
+ramp then starts at rest). Joints a command does not name keep extrapolating from where their last point put
+them now.
 """
 from __future__ import annotations
 
@@ -21,16 +25,38 @@ class StreamSource(SetpointSource):
         self.t0 = 0.0
         self._tmp = np.zeros(n)
         self._vel = np.zeros(n)
+        self._acc = np.zeros(n)
+        self._te = np.zeros(n)  # per joint: how long the extrapolation runs (until its velocity reaches zero)
+        self._stop = np.zeros(n)
+        self._braking = np.zeros(n, dtype=bool)
+
+    def _extrapolate(self, tau: float, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> None:
+        """The stored point ``tau`` seconds on: q = p + (v + a t/2) t, v + a t, a, with t = min(tau, the time a
+        braking joint's velocity takes to reach zero) per joint; a joint past that point rests there (v = a = 0)."""
+        te, stop, braking = self._te, self._stop, self._braking
+        np.multiply(self.v, self.a, out=stop)
+        np.less(stop, 0.0, out=braking)
+        te.fill(max(tau, 0.0))
+        np.divide(self.v, self.a, out=stop, where=braking)
+        np.negative(stop, out=stop, where=braking)  # (> 0 where braking)
+        np.minimum(te, stop, out=te, where=braking)
+        np.multiply(self.a, te, out=v)  # v = v + a t
+        np.multiply(v, 0.5, out=q)  # q = p + (v + a t/2) t
+        q += self.v
+        q *= te
+        q += self.p
+        v += self.v
+        a[:] = self.a
+        np.less(te, tau, out=braking)  # (at rest where the braking ran out)
+        np.copyto(v, 0.0, where=braking)
+        np.copyto(a, 0.0, where=braking)
 
     def _advance(self, tau: float) -> None:
         """Move the stored point ``tau`` seconds along its extrapolation."""
-        t = self._tmp
-        np.multiply(self.a, 0.5 * tau, out=t)
-        t += self.v
-        t *= tau
-        self.p += t
-        np.multiply(self.a, tau, out=t)
-        self.v += t
+        self._extrapolate(tau, self._tmp, self._vel, self._acc)
+        self.p[:] = self._tmp
+        self.v[:] = self._vel
+        self.a[:] = self._acc
 
     def accept(self, mask: np.ndarray, position, velocity, acceleration, now: float) -> None:
         i = self.idx
@@ -54,14 +80,7 @@ class StreamSource(SetpointSource):
         self.t0 = now
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
-        i = self.idx
-        tau = now - self.t0
-        q, v = self._tmp, self._vel
-        np.multiply(self.a, 0.5 * tau, out=q)  # q = p + (v + a τ/2) τ
-        q += self.v
-        q *= tau
-        q += self.p
-        np.multiply(self.a, tau, out=v)  # v = v + a τ (the safety chain keeps it within the limits)
-        v += self.v
-        sp.track(i, q, v, self.a)
+        q, v, a = self._tmp, self._vel, self._acc
+        self._extrapolate(now - self.t0, q, v, a)  # (the safety chain keeps v within the limits)
+        sp.track(self.idx, q, v, a)
         return 0

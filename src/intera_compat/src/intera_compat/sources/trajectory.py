@@ -176,6 +176,10 @@ class TrajectorySource(SetpointSource):
         if self.state in (TRAJ_RUNNING, TRAJ_STOPPING):
             self._finish(PREEMPTED if reason in (R_JOINT_COMMAND, R_NEWER_TRAJECTORY) else ABORTED, reason)
 
+    def refuse(self, traj_id: float, reason: int) -> None:
+        """A trajectory the loop will not start (an override holds the arm: ``reason``) ends REJECTED at once."""
+        self._reject(traj_id, reason)
+
     def _reject(self, traj_id: float, reason: int, joint: int = -1) -> bool:
         self.results.append((traj_id, REJECTED, reason, joint))
         return False
