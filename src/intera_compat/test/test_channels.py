@@ -9,6 +9,7 @@ ahead changes how often the ring is full, not what arrives.
 from __future__ import annotations
 
 import json
+import os
 import random
 import select
 import subprocess
@@ -307,6 +308,17 @@ def seqlock_writer(name: str) -> None:
         rec.close()
 
 
+def seqlock_dies_mid_write(name: str) -> None:
+    """Child: publish once, then die between the two sequence increments of the next write (``seq`` odd for ever)."""
+    rec = SeqlockRecord(STRESS_LAYOUT, name=name)
+    rec.local.buf[1:] = 7.0
+    rec.publish_local()
+    rec.raw[0] += 1.0  # odd: a write in progress ...
+    rec.raw[1:10] = -1.0  # ... half done ...
+    _say("dying")
+    os._exit(3)  # ... and the writer gone (no cleanup, no second increment)
+
+
 # ---- ring: two processes -------------------------------------------------------------------------
 def test_ring_two_processes_no_loss_no_reorder_no_tearing(rings):
     total = 30_000  # ~2 s at the reader's 1 kHz drain rate through a 512-word ring
@@ -443,7 +455,62 @@ def test_seqlock_copy_overtaken_by_writer_is_discarded():
         writer.close()
 
 
+def test_seqlock_wait_read_returns_once_the_writer_is_gone():
+    """A reader that must have a snapshot (the listener after a tick) waits while the writer lives, and returns
+    False once it does not: a write left half done never completes (issue 32: the listener spun for ever)."""
+    writer = SeqlockRecord(STRESS_LAYOUT, create=True)
+    reader = SeqlockRecord(STRESS_LAYOUT, name=writer.name)
+    try:
+        writer.local.buf[1:] = 2.0
+        writer.publish_local()
+        assert reader.wait_read(lambda: True)
+        good = reader.local.buf.copy()
+        writer.raw[0] += 1.0  # the writer dies here
+        writer.raw[1:5] = -1.0
+        asked = []
+
+        def alive():  # alive for three more looks, then gone
+            asked.append(1)
+            return len(asked) <= 3
+
+        assert not reader.wait_read(alive, pause=0.0)
+        assert len(asked) == 4
+        np.testing.assert_array_equal(reader.local.buf, good)  # the half-done write never reached local
+
+        writer.raw[0] += 1.0  # a writer that finishes while the reader waits: the snapshot commits
+        writer.raw[0] += 1.0
+        calls = []
+
+        def finishing():
+            calls.append(1)
+            if len(calls) == 2:
+                writer.raw[0] += 1.0
+            return True
+
+        assert reader.wait_read(finishing, pause=0.0)
+        assert len(calls) == 2
+        np.testing.assert_array_equal(reader.local.buf[1:], writer.raw[1:])
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_seqlock_reader_returns_when_the_writer_process_died_mid_write():
+    rec = SeqlockRecord(STRESS_LAYOUT, create=True)
+    child = Child("seqlock-dies", rec.name)
+    try:
+        assert child.wait_line(CHILD_START_S) == "dying"
+        assert child.proc.wait(CHILD_START_S) == 3
+        assert rec.raw[0] % 2.0 == 1.0  # left mid-write
+        assert not rec.wait_read(lambda: child.proc.poll() is None)
+        assert rec.failed_reads >= 1
+        assert (rec.local.buf == 0.0).all()  # nothing torn committed
+    finally:
+        child.kill()
+        rec.close()
+
+
 if __name__ == "__main__":
     CHILDREN = {"ring-writer": lambda a: ring_writer(a[0], int(a[1]), int(a[2]), int(a[3])),
-                "seqlock-writer": lambda a: seqlock_writer(a[0])}
+                "seqlock-writer": lambda a: seqlock_writer(a[0]), "seqlock-dies": lambda a: seqlock_dies_mid_write(a[0])}
     CHILDREN[sys.argv[1]](sys.argv[2:])

@@ -10,7 +10,8 @@ shared-memory block as ``[seq | field...]`` of float64. There is exactly one wri
 * a reader copies the block into a private *staging* buffer and commits it to ``local`` only if
   ``seq`` was even before the copy and unchanged after it. After ``retries`` failed attempts
   ``read`` returns False and ``local`` keeps the previous consistent snapshot — a torn copy never
-  reaches the caller.
+  reaches the caller. A writer that dies inside that copy leaves ``seq`` odd for ever: a reader
+  that must have a snapshot waits with ``wait_read``, which also asks whether the writer lives.
 
 Memory ordering: the protocol needs stores to become visible in program order (writer: seq, data,
 seq) and loads to be performed in program order (reader: seq, data, seq). x86-64 guarantees both
@@ -21,6 +22,8 @@ shared-memory channel calls it when it is created. Nothing here allocates after 
 from __future__ import annotations
 
 import platform
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
@@ -135,6 +138,16 @@ class SeqlockRecord:
                 return True
         self.failed_reads += 1
         return False
+
+    def wait_read(self, alive: Callable[[], bool], pause: float = 1e-5) -> bool:
+        """``read`` until a snapshot commits (True), for as long as ``alive()`` says the writer lives; False
+        (``local`` unchanged) once it does not — a writer that died between its two sequence increments
+        leaves the record "write in progress" for ever, and a reader that only retried would hang."""
+        while not self.read():
+            if not alive():
+                return self.read()  # (its last write may have completed before it went)
+            time.sleep(pause)
+        return True
 
     def close(self) -> None:
         del self.raw

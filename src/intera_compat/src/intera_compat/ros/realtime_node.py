@@ -375,20 +375,17 @@ class RealtimeLoopNode:
             except OSError:
                 return
             if k == 0:  # loop process gone
-                try:
-                    code = self.proc.wait(2)
-                except subprocess.TimeoutExpired:
-                    code = "unknown (still running, pipe closed)"
-                # (a Ctrl-C reaches the loop process too: its clean exit then is no fault)
-                (rospy.loginfo if code == 0 else rospy.logerr)(f"realtime loop process exited (exit code {code})")
-                rospy.signal_shutdown("realtime loop process exited")
+                self._loop_exited()
                 return
             flags = 0
             for i in range(k):
                 flags |= buf[i]
             state = self.channel.state
-            while not state.read():  # bounded retries inside; the writer holds it for one copy only
-                time.sleep(1e-5)
+            # (the writer holds the record for one copy only, unless it died in the middle of one)
+            if not state.wait_read(self._loop_alive):
+                if not rospy.is_shutdown():
+                    self._loop_exited()
+                return
             st = state.local
             try:
                 self._check_faults(st)
@@ -416,6 +413,20 @@ class RealtimeLoopNode:
                     rospy.logfatal(f"realtime_loop: publishing the robot's state failed ({e!r}); shutting down")
                     rospy.signal_shutdown("state publisher failed")
                 return
+
+    def _loop_alive(self) -> bool:
+        return self.proc.poll() is None and not rospy.is_shutdown()
+
+    def _loop_exited(self) -> None:
+        """The loop process is gone (its tick pipe closed, or it died in the middle of a state record's write):
+        say how it ended and shut this node down."""
+        try:
+            code = self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            code = "unknown (still running, pipe closed)"
+        # (a Ctrl-C reaches the loop process too: its clean exit then is no fault)
+        (rospy.loginfo if code == 0 else rospy.logerr)(f"realtime loop process exited (exit code {code})")
+        rospy.signal_shutdown("realtime loop process exited")
 
     def _publish_joint_states(self, st, stamp):
         js = JointState()
