@@ -11,6 +11,7 @@ import rospy
 from actionlib_msgs.msg import GoalStatus
 from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal, FollowJointTrajectoryResult, \
     JointTolerance
+from intera_compat.msg import SafetyStatus
 from intera_core_msgs.msg import IOComponentCommand
 from ros_helpers import ARM, Latest, arm_positions, publisher, wait_for
 from sensor_msgs.msg import JointState
@@ -210,6 +211,26 @@ def test_a_speed_override_of_zero_pauses_the_goal_and_one_resumes_it(jtas):
     assert client.wait_for_result(rospy.Duration(10))
     assert client.get_result().error_code == R.SUCCESSFUL and time.time() - t0 > 5.0
     assert np.abs(arm_positions(js) - target).max() < 0.01
+
+
+def test_a_goal_sent_under_the_safety_estop_is_refused_and_nothing_moves_when_it_is_released(jtas):
+    """Issue 32 (1): it stayed ACTIVE and ran its whole 0.4 rad on release."""
+    client, js = jtas
+    safety = Latest("/robot/limb/right/safety_status", SafetyStatus)
+    estop = publisher("/realtime_loop/safety_estop", Bool)
+    assert wait_for(lambda: safety.msg is not None and safety.msg.safety_estop, 30.0,
+                    every=lambda: estop.publish(True))
+    q0 = arm_positions(js)
+    t, q, v, a = min_jerk(q0, q0 + np.array([0.4, 0, 0, 0, 0, 0, 0]), 2.0, 11)
+    state, res = run(client, goal(ARM, t, q, v, a))
+    assert state == GoalStatus.ABORTED and res.error_code == R.PATH_TOLERANCE_VIOLATED
+    assert "safety E-stop" in res.error_string
+    estop.publish(False)
+    assert wait_for(lambda: not safety.msg.safety_estop, 30.0)
+    released = js.msg.header.stamp.to_sec()
+    assert wait_for(lambda: js.msg.header.stamp.to_sec() > released + 3.0, 60.0)  # (robot time: longer than the goal)
+    assert np.abs(arm_positions(js) - q0).max() < 0.01
+    safety.close()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("intera_interface") is None,
