@@ -220,8 +220,10 @@ class RealtimeLoopNode:
         # an operator's speed slider (a teach pendant's, or a test's): scales the trajectory time base
         rospy.Subscriber("~speed_override", Float64, self._on_speed_override, queue_size=1)
         rospy.Subscriber("/robot/set_super_enable", Bool, self._on_enable, queue_size=1)
-        rospy.Subscriber("/robot/set_super_stop", Empty, lambda _: self._event(MSG_STOP), queue_size=1)
-        rospy.Subscriber("/robot/set_super_reset", Empty, lambda _: self._event(MSG_RESET), queue_size=1)
+        rospy.Subscriber("/robot/set_super_stop", Empty, lambda _: self._event(MSG_STOP, 0.0, EVENT_PATIENCE),
+                         queue_size=1)
+        rospy.Subscriber("/robot/set_super_reset", Empty, lambda _: self._event(MSG_RESET, 0.0, EVENT_PATIENCE),
+                         queue_size=1)
         rospy.Subscriber("/robot/joint_state_publish_rate", UInt16, self._on_rate, queue_size=1)
         rospy.Subscriber("/robot/set_homing_mode", HomingCommand, lambda _: None, queue_size=1)
         for topic, key in SUPPRESS_TOPICS.items():
@@ -238,16 +240,14 @@ class RealtimeLoopNode:
     # ---------------------------------------------------------------- listeners (store only)
     def _event(self, kind: int, value=0.0, patience: float = 0.0) -> bool:
         """Post an event (one value or an array of them) to the loop; a full ring (whole trajectories share it,
-        the loop drains it every cycle) is retried for ``patience`` seconds. False (logged): the loop never got it."""
-        give_up = time.monotonic() + patience
+        the loop drains it every cycle) is retried for ``patience`` seconds — a stop-class event (stop, reset,
+        enable, E-stops: ``Channel.STOP_CLASS``) waits in the channel's backlog instead, and is refused only if
+        that is full too. False (logged): the loop never got it."""
         payload = value if isinstance(value, np.ndarray) else (value,)
-        while not self.channel.post(kind, payload):
-            if time.monotonic() >= give_up:
-                rospy.logerr_throttle(1.0, f"realtime loop command ring full: event {kind} dropped (is the loop "
-                                           f"running?)")
-                return False
-            time.sleep(0.001)
-        return True
+        if self.channel.post(kind, payload, patience=patience):
+            return True
+        rospy.logerr_throttle(1.0, f"realtime loop command ring full: event {kind} dropped (is the loop running?)")
+        return False
 
     def _on_enable(self, msg: Bool) -> None:
         self._event(MSG_ENABLE, 1.0 if msg.data else 0.0, EVENT_PATIENCE)
@@ -618,6 +618,7 @@ class RealtimeLoopNode:
             "torque_guard_interventions": st.torque_guard_interventions[0],
             "loop_results_dropped_ring_full": sx.ring_full[0], "state_reads_given_up": self.channel.state.failed_reads,
             "listener_pace_given_up": sx.pace_given_up[0],
+            "stop_messages_waited_ring_full": self.channel.backlogged,
         }
         status.values = [KeyValue(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in vals.items()]
         arr = DiagnosticArray(status=[status])

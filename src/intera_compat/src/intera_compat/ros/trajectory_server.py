@@ -11,6 +11,11 @@ time — and one check right after this process itself stalled is skipped (keep-
 waiting in the socket, unread), never two in a row, so a hiccup here does not stop a healthy
 sender's trajectory and a process that keeps stalling still gets checked. Goals are answered
 outside ``self.lock`` (actionlib holds its own lock around ``_on_goal``, which takes ours).
+
+A cancel (the client's, or the watchdog's for a silent sender) and a scaling count as sent only once
+the channel took them (``TrajectoryClient.cancel`` / ``set_scaling`` return True): a goal is marked lost
+only then, a cancel the channel could not take is retried at every watchdog check, and a scaling at the
+next keep-alive.
 """
 from __future__ import annotations
 
@@ -40,7 +45,8 @@ class _Goal:
     last_alive: float
     scaling: float
     cols: list  # the goal's joints among the limb's, in its order
-    lost: bool = False
+    lost: bool = False  # the watchdog's cancel is queued (its sender went silent)
+    cancel_wanted: bool = False  # the client's cancel could not be queued yet: the watchdog retries it
 
 
 def goal_arrays(traj):
@@ -116,8 +122,10 @@ class ExecuteTrajectoryServer:
 
     def _on_cancel(self, gh) -> None:
         g = self.by_goal_id.get(gh.get_goal_id().id)
-        if g is not None:
-            self.client.cancel(g.traj_id)
+        if g is not None and not self.client.cancel(g.traj_id):
+            g.cancel_wanted = True  # (the watchdog sends it as soon as the channel takes it)
+            rospy.logwarn(f"ExecuteTrajectory goal {g.goal_id}: the loop's command ring is full; the cancel is "
+                          "retried until it is queued")
 
     def _on_keepalive(self, msg: TrajectoryKeepAlive) -> None:
         g = self.by_goal_id.get(msg.goal_id)
@@ -126,9 +134,9 @@ class ExecuteTrajectoryServer:
         g.last_alive = time.monotonic()
         s = msg.time_scaling
         if s == s and s != g.scaling:  # NaN keeps the current scaling
-            g.scaling = s
             try:
-                self.client.set_scaling(s, g.traj_id)
+                if self.client.set_scaling(s, g.traj_id):
+                    g.scaling = s  # (not queued: the next keep-alive tries again)
             except TrajectoryError:
                 pass
 
@@ -172,16 +180,23 @@ class ExecuteTrajectoryServer:
                 rospy.logerr_throttle(1.0, f"ExecuteTrajectory keep-alive watchdog: {e!r}")
 
     def _check_keepalives(self, now: float) -> None:
-        lost = []
+        lost, unsent = [], []
         with self.lock:  # no actionlib call under it (only _on_goal's, which already holds actionlib's lock)
             for g in self.goals.values():
+                if g.cancel_wanted and self.client.cancel(g.traj_id):
+                    g.cancel_wanted = False
                 if g.timeout > 0.0 and not g.lost and now - g.last_alive > g.timeout:
-                    g.lost = True
-                    self.client.cancel(g.traj_id)
-                    lost.append((g.goal_id, now - g.last_alive, g.timeout))
+                    if self.client.cancel(g.traj_id):  # lost once its cancel is queued, else tried again next check
+                        g.lost = True
+                        lost.append((g.goal_id, now - g.last_alive, g.timeout))
+                    else:
+                        unsent.append(g.goal_id)
         for gid, silent, timeout in lost:
             rospy.logwarn(f"ExecuteTrajectory goal {gid}: no keep-alive for {silent:.3f} s (> {timeout:.3f} s); "
                           f"stopping the arm on its path")
+        if unsent:
+            rospy.logerr_throttle(1.0, f"ExecuteTrajectory goals {unsent}: no keep-alive, and the loop's command "
+                                       "ring is full: their cancel is retried until it is queued")
 
     def _finish(self, g: _Goal, res) -> None:
         reason, message = res.reason, res.message

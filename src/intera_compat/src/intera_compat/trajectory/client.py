@@ -156,21 +156,27 @@ class TrajectoryClient:
             raise TrajectoryError("the loop's command ring is full (is the realtime loop running?)")
         return traj_id
 
-    def cancel(self, traj_id: int = 0) -> None:
-        """Decelerate ``traj_id`` (0: whatever runs) to rest along its path; its result follows once stopped."""
-        self.ch.post(MSG_TRAJ_CANCEL, np.array([traj_id], float))
+    def cancel(self, traj_id: int = 0, patience: float = 0.0) -> bool:
+        """Decelerate ``traj_id`` (0: whatever runs) to rest along its path; its result follows once stopped.
+        True: queued (the loop gets it in order, even if the ring is full now: ``Channel.STOP_CLASS``); False:
+        not even the channel's backlog had room for ``patience`` s — nothing was sent, call again."""
+        return self.ch.post(MSG_TRAJ_CANCEL, np.array([traj_id], float), patience=patience)
 
-    def set_scaling(self, factor: float, traj_id: int = 0) -> None:
-        """The sender's time scaling in [0, 1] (0 pauses on the path) for ``traj_id`` (0: whatever runs)."""
+    def set_scaling(self, factor: float, traj_id: int = 0, patience: float = 0.0) -> bool:
+        """The sender's time scaling in [0, 1] (0 pauses on the path) for ``traj_id`` (0: whatever runs).
+        True: queued; False: not queued (as ``cancel``), call again. TrajectoryError: not a number."""
         if not np.isfinite(factor):
             raise TrajectoryError(f"scaling is {factor}")
-        self.ch.post(MSG_TRAJ_SCALING, np.array([traj_id, min(max(float(factor), 0.0), 1.0)]))
+        return self.ch.post(MSG_TRAJ_SCALING, np.array([traj_id, min(max(float(factor), 0.0), 1.0)]),
+                            patience=patience)
 
     def _joint_name(self, j: int) -> str:
         return self.names[j] if 0 <= j < len(self.names) else ""  # (-1: the arm, no joint)
 
     def poll(self) -> None:
-        """Collect results and faults the loop sent back."""
+        """Hand the loop what waits in the channel's backlog (stop-class messages a full ring could not take yet),
+        then collect the results and faults it sent back."""
+        self.ch.flush()
         ring, buf = self.ch.from_loop, self._buf
         while True:
             k = ring.pop(buf)
