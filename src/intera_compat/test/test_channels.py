@@ -512,5 +512,6 @@ def test_seqlock_reader_returns_when_the_writer_process_died_mid_write():
 
 if __name__ == "__main__":
     CHILDREN = {"ring-writer": lambda a: ring_writer(a[0], int(a[1]), int(a[2]), int(a[3])),
-                "seqlock-writer": lambda a: seqlock_writer(a[0]), "seqlock-dies": lambda a: seqlock_dies_mid_write(a[0])}
+                "seqlock-writer": lambda a: seqlock_writer(a[0]),
+                "seqlock-dies": lambda a: seqlock_dies_mid_write(a[0])}
     CHILDREN[sys.argv[1]](sys.argv[2:])

@@ -32,7 +32,8 @@ from .shm import SeqlockRecord
 
 TO_LOOP_WORDS = 1 << 19  # 4 MiB: a 10 000-knot trajectory of 8 joints fits twice
 FROM_LOOP_WORDS = 1 << 12
-STOP_CLASS = frozenset((MSG_ENABLE, MSG_STOP, MSG_RESET, MSG_ESTOP, MSG_SAFETY_ESTOP, MSG_TRAJ_CANCEL, MSG_TRAJ_SCALING))
+STOP_CLASS = frozenset((MSG_ENABLE, MSG_STOP, MSG_RESET, MSG_ESTOP, MSG_SAFETY_ESTOP, MSG_TRAJ_CANCEL,
+                        MSG_TRAJ_SCALING))
 BACKLOG_MAX = 256  # stop-class messages (a few words each) waiting for room in a full ring
 
 
