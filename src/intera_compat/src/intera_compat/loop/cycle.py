@@ -78,7 +78,7 @@ def build_safety_chain(cfg: RobotConfig, dt: float, rm: RobotModel, ctx: SafetyC
     ca = c.get("collision_avoidance", {})
     cd = c.get("collision_detection", {})
     factories = {
-        "finite_guard": lambda: FiniteGuard(n),
+        "finite_guard": lambda: FiniteGuard(n, lim.effort),
         "following_error": lambda: FollowingError(n, fe.get("window", 0.1), fe.get("fault_window", 0.5),
                                                   lim.velocity, lim.accel),
         "joint_limits": lambda: JointLimits(lim.lower, lim.upper, lim.velocity, lim.accel, dt),

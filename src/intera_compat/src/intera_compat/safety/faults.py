@@ -20,8 +20,8 @@ MESSAGES = {
     FAULT_NON_FINITE_STATE: "the backend reported a non-finite joint state or wrench; the last finite measurement "
                             "stands in for it and the brakes hold",
     FAULT_NON_FINITE_SETPOINT: "a setpoint source produced a non-finite value",
-    FAULT_NON_FINITE_OUTPUT: "the control law produced a non-finite command; the last finite command was sent "
-                             "and the brakes hold",
+    FAULT_NON_FINITE_OUTPUT: "a non-finite command (the control law's, or a safety stage's addition to it); "
+                             "no non-finite value was sent and the brakes hold",
     FAULT_INTERPOLATOR: "the position interpolator rejected its input; holding the current position",
     FAULT_FOLLOWING_ERROR: "following error beyond the fault window (the arm does not follow its reference)",
     FAULT_LINK_LOST: "the link to the arm is lost (no state from it for 3 of its periods); reset and enable once "
