@@ -1,0 +1,190 @@
+"""Counterexamples the invariant fuzz suite (test_invariants_fuzz) found, shrunk and written out as plain
+``OfflineLoop`` steps: each test is the behaviour the counterexample broke. The issue-32 item each one pins is in
+its docstring, with the invariant that caught it."""
+import numpy as np
+import pytest
+
+from intera_compat.config import load_config
+from intera_compat.control.interaction import InteractionLimits, pack
+from intera_compat.hardware.sim import SimBackend, fault_words
+from intera_compat.loop.layouts import (MSG_CUFF, MSG_ENABLE, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
+                                       MSG_SIM_FAULT, MSG_STOP, TRAJECTORY_MODE, VELOCITY_MODE)
+from intera_compat.loop.offline import OfflineLoop
+from intera_compat.model.robot_model import RobotModel
+from intera_compat.sources import trajectory as T
+
+CFG = load_config()
+ARM = CFG.joint_names
+ILIM = InteractionLimits.from_config(CFG.control.get("interaction"))
+TABLE = CFG.scene_obstacles("table")
+HEAD = len(CFG.all_joints) - 1
+
+
+def started(obstacles=None) -> OfflineLoop:
+    L = OfflineLoop(CFG, backend=SimBackend(RobotModel(CFG), CFG.full_pose("neutral"), obstacles=obstacles))
+    L.step()
+    return L
+
+
+def interaction_words(modes=(1,) * 6, force=(0.0,) * 6, K=(1300.0, 1300.0, 1300.0, 30.0, 30.0, 30.0)):
+    w, _ = pack(True, list(modes), list(K), [False] * 6, [], [5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0], list(force),
+                (0, 0, 0), (0, 0, 0, 1), "right_hand", False, False, False, False, CFG.n_arm, "right_hand", ILIM)
+    return w
+
+
+def peak_speed(L, seconds, joints=slice(0, 7)) -> float:
+    peak = 0.0
+    for _ in range(int(round(seconds / L.dt))):
+        L.step()
+        peak = max(peak, float(np.abs(L.state.local.velocity[joints]).max()))
+    return peak
+
+
+# ---- issue 32 (1): a whole trajectory sent while an override holds the arm ----------------------------------------
+@pytest.mark.parametrize("hold, release, reason", [((MSG_SAFETY_ESTOP, 1), (MSG_SAFETY_ESTOP, 0), T.R_SAFETY_STOP),
+                                                   ((MSG_CUFF, 1), (MSG_CUFF, 0), T.R_ZERO_G)],
+                         ids=["estop_latch", "cuff_zero_g"])
+def test_a_trajectory_sent_under_an_override_is_refused_and_never_runs_when_it_ends(hold, release, reason):
+    """Fuzz invariant ``goal`` (shrunk: latch, execute, release). The goal must end at once with a result naming
+    the override; after the release the arm stays where it is."""
+    L = started()
+    L.event(*hold)
+    L.run(0.1)
+    q = L.arm_q
+    tid = L.trajectories.execute([1.0], [q + 0.2])
+    L.run(0.2)
+    res = L.trajectories.results.get(tid)
+    assert res is not None and res.status == T.REJECTED and res.reason == reason, res
+    here = L.arm_q
+    L.event(*release)
+    L.run(0.1)
+    for _ in range(1500):
+        L.step()
+        assert L.state.local.traj_state[0] != T.TRAJ_RUNNING
+    assert np.abs(L.arm_q - here).max() < 5e-3
+
+
+# ---- issue 32 (2): a TRAJECTORY_MODE stream that stops on a braking point -----------------------------------------
+def stream_then_stop(L, joint, phases):
+    """Stream TRAJECTORY_MODE points at 100 Hz along constant-acceleration ``phases`` [(v0, a, seconds), …] of
+    ``joint`` (a consistent path from the current reference), then stop sending; the reference of ``joint`` over
+    the next 0.8 s and where the path's last point would come to rest."""
+    p = L.state.local.cmd_position[:7].copy()
+    for v0, a0, seconds in phases:
+        v, a = np.zeros(7), np.zeros(7)
+        v[joint], a[joint] = v0, a0
+        t0, p0 = L.cycle.now, p.copy()
+
+        def point():
+            t = L.cycle.now - t0
+            L.send(TRAJECTORY_MODE, ARM, position=p0 + (v + 0.5 * a * t) * t, velocity=v + a * t, acceleration=a)
+
+        L.run(seconds, point)
+        t = seconds
+        p = p0 + (v + 0.5 * a * t) * t
+    ref = []
+    for _ in range(800):
+        L.step()
+        ref.append(L.state.local.cmd_position[joint])
+    return np.array(ref)
+
+
+def run_back(ref: np.ndarray, sign: float) -> float:
+    x = sign * ref
+    return float(np.max(np.maximum.accumulate(x) - x))
+
+
+@pytest.mark.parametrize("joint, v, a", [(5, 0.5, -10.0), (0, 0.3, -5.0), (3, -0.6, 6.0)])
+def test_a_stream_that_stops_on_a_braking_point_never_runs_back(joint, v, a):
+    """Fuzz invariant ``reversal``: a client accelerates within the limits, sends braking points (velocity and
+    acceleration of opposite signs), then stops. The extrapolation ends where the velocity reaches zero: the
+    reference never runs back against the last direction of motion."""
+    L = started()
+    L.run(0.1)
+    ramp = abs(v) / 4.0  # (up to speed at 4 rad/s²: nothing for joint_limits to shape)
+    ref = stream_then_stop(L, joint, [(0.0, 4.0 * np.sign(v), ramp), (v, a, 0.02)])
+    back = run_back(ref, np.sign(v))
+    assert back < 1e-3, f"the reference ran back {back:.4f} rad"
+    assert L.state.local.error[0] == 0.0
+
+
+def test_a_stream_starting_at_full_speed_is_shaped_onto_it_without_overshoot():
+    """Found while writing the test above (the fuzz suite's reversal bound, a jerk-limited stop's, is wider): a stream
+    that starts at -0.6 rad/s from rest on right_j3 and brakes at 6 rad/s² (5 points, then nothing). README:
+    joint_limits shapes a stream starting at full speed "converging on the source without overshoot"; the shaped
+    reference passed the stream's resting point by 6 mrad and came back."""
+    L = started()
+    L.run(0.1)
+    q0 = L.state.local.cmd_position[3]
+    ref = stream_then_stop(L, 3, [(-0.6, 6.0, 0.05)])
+    rest = q0 + (-0.6 + 0.5 * 6.0 * 0.1) * 0.1  # where the braking stream's extrapolation comes to rest
+    assert ref[-1] == pytest.approx(rest, abs=1e-3)
+    assert ref.min() > rest - 1e-3, f"the shaped reference overshot the stream by {rest - ref.min():.4f} rad"
+
+
+# ---- issue 32 (3): impedance around a reference that runs on against an obstacle --------------------------------
+def test_a_velocity_stream_under_impedance_into_the_table_does_not_wind_up_the_reference():
+    """Fuzz invariant ``interaction``: interaction control (impedance) on, a VELOCITY stream lowers the hand onto the
+    table and keeps going. The reference stays within ``interaction.reference_window`` of the arm and every effort
+    within its limit."""
+    L = started(TABLE)
+    L.event(MSG_INTERACTION, *interaction_words())
+    L.run(0.3)
+    window = getattr(ILIM, "reference_window", 0.1)
+    worst = 0.0
+    for k in range(2500):
+        if k % 10 == 0:
+            L.send(VELOCITY_MODE, ARM, velocity=[0, 0.4, 0, 0, 0, 0, 0])
+        L.step()
+        s = L.state.local
+        assert np.all(np.abs(L.cycle.adapter.command.effort) <= np.asarray(CFG.limits.effort) + 1e-9)
+        if s.interaction_engaged[0] == 1.0:
+            worst = max(worst, float(np.abs(s.cmd_position[:7] - s.position[:7]).max()))
+    assert L.backend.scene_contact() is not None  # it did reach the table
+    assert worst <= window + 1e-9, f"the reference ran {worst:.3f} rad from the arm"
+
+
+# ---- issue 32 (4): interaction control across a stop, a disable, a fault ---------------------------------------------
+@pytest.mark.parametrize("end", ["stop", "disable", "fault"])
+def test_a_stop_disable_or_fault_ends_interaction_and_nothing_moves_after_reenabling(end):
+    """Fuzz invariant ``rest`` (shrunk: a force-mode interaction command, a stop, reset, enable). Interaction control
+    must end with the stop; once enabled again the arm stays at rest until a new command."""
+    L = started()
+    L.event(MSG_INTERACTION, *interaction_words(modes=(1, 1, 2, 1, 1, 1), force=(0, 0, 10.0, 0, 0, 0)))
+    L.run(0.2)
+    assert L.state.local.interaction_on[0] == 1.0
+    if end == "stop":
+        L.event(MSG_STOP)
+    elif end == "disable":
+        L.event(MSG_ENABLE, 0)
+    else:
+        L.event(MSG_SIM_FAULT, *fault_words("protective_stop", 0.1))
+    L.run(0.3)
+    L.event(MSG_RESET)
+    L.event(MSG_ENABLE, 1)
+    L.run(1.5)  # (settled)
+    s = L.state.local
+    assert s.enabled[0] == 1.0 and s.interaction_on[0] == 0.0
+    here = L.q
+    assert peak_speed(L, 1.0) < 0.01
+    assert np.abs(L.q - here).max() < 5e-3
+
+
+# ---- issue 32 (5): the head under the safety E-stop latch -----------------------------------------------------------
+def test_the_head_stops_and_takes_no_command_under_the_estop_latch():
+    """Fuzz invariant ``rest`` (shrunk: a head command, the latch). The head stops dead where it is, as the arm does,
+    and a head command during the latch does not turn it."""
+    L = started()
+    L.event(MSG_HEAD, -2.0, 0.5, 1)
+    L.run(0.2)
+    assert abs(L.state.local.velocity[HEAD]) > 0.3  # turning
+    L.event(MSG_SAFETY_ESTOP, 1)
+    L.run(0.02)
+    stopped_at = L.q[HEAD]
+    L.run(1.5)  # (the head's law takes out its speed: SETTLE of the fuzz suite)
+    here = L.q[HEAD]
+    assert abs(here - stopped_at) < 0.1  # a dead stop, not a turn on to the target
+    assert peak_speed(L, 0.5, slice(HEAD, HEAD + 1)) < 0.01
+    L.event(MSG_HEAD, 0.5, 1.0, 1)
+    assert peak_speed(L, 1.0, slice(HEAD, HEAD + 1)) < 0.01
+    assert abs(L.q[HEAD] - here) < 5e-3
