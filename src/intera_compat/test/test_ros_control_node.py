@@ -1,7 +1,8 @@
 """ros_control.launch against the MuJoCo arm that offers gazebo_ros_control's interface (fake:=true): the
 commands it cannot carry are refused once with the reason, a lost link stops the robot, and nothing moves on
 reconnect until reset + enable; a trajectory-only arm (interface:=trajectory) gets whole trajectories on its
-FollowJointTrajectory controller, and that controller vanishing stops the robot with an error."""
+FollowJointTrajectory controller, and that controller vanishing stops the robot with an error; a velocity-controlled
+arm follows commands."""
 import time
 
 import actionlib
@@ -17,6 +18,7 @@ from std_msgs.msg import Bool, Empty, Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectoryPoint
 
+from intera_compat.config import load_config
 from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
 
 pytestmark = pytest.mark.node
@@ -188,4 +190,30 @@ def test_an_arm_controller_that_takes_a_goal_but_does_not_run_it_is_a_controller
     assert wait_for(lambda: state.msg is not None and state.msg.stopped and state.msg.error, 6)  # > 1 s behind
     assert client.wait_for_result(rospy.Duration(10)) and client.get_state() == GoalStatus.ABORTED
     assert np.abs(arm_positions(js) - q0).max() < 2e-3
+    state.close()
+
+
+# ---- a velocity-controlled arm ---------------------------------------------------------------------------------
+
+def test_a_velocity_controlled_arm_follows_velocity_and_position_commands(launch):
+    """(It did not move at all: until the loop's first command the fake's velocity controller took the arm's angles
+    for its velocity command, so its integrated reference ran away for seconds, pressing the arm out of its pose and
+    past right_j6's limit, and never came back: the loop's limit and following-error stages then held the loop's
+    reference at the arm, ~0 rad/s commanded.)"""
+    launch("roslaunch", "intera_compat", "ros_control.launch", "fake:=true", "rate:=50", "no_rt:=true",
+           "interface:=velocity", "jtas:=false", log_name="rcv.log")
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(60)
+    state = Latest("/robot/state", RobotAssemblyState)
+    assert wait_for(lambda: state.msg is not None and state.msg.enabled, 30)
+    q0 = arm_positions(js)
+    assert np.abs(q0 - load_config().full_pose("neutral")[:7]).max() < 0.01  # it stayed where it was put
+    cmd = publisher("/robot/limb/right/joint_command", JointCommand)
+    assert wait_for(lambda: arm_positions(js)[0] - q0[0] > 0.2, 20, every=lambda: cmd.publish(JointCommand(
+        mode=JointCommand.VELOCITY_MODE, names=["right_j0"], velocity=[0.3])))
+    q1 = arm_positions(js)
+    target = q1 + np.array([0.0, 0.0, 0.0, 0.4, 0.0, 0.0, 0.0])
+    assert wait_for(lambda: np.abs(arm_positions(js) - target).max() < TOL, 20,
+                    every=lambda: send_positions(cmd, target))
+    js.close()
     state.close()

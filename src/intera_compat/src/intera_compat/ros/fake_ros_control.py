@@ -4,13 +4,14 @@ test fixture of the ros_control backend, and a way to try ``ros_control.launch``
 * ``/joint_states`` (sensor_msgs/JointState: position, velocity, measured effort) at ``~rate`` Hz, as
   joint_state_controller publishes it;
 * one ``JointGroup{Position,Velocity,Effort}Controller``: ``std_msgs/Float64MultiArray`` on the configured
-  command topic, one value per joint in the controller's order; the last command holds until the next (as
-  ros_controllers do); a command of the wrong length or with a NaN is refused with a log, as there;
+  command topic, one value per joint in the controller's order; the last command holds until the next, for ever
+  (as ros_controllers do), and before the first one the arm's positions or zeros (velocity, effort: as they
+  start); a command of the wrong length or with a NaN is refused with a log, as there;
 * the plant: the configured arm simulated, stepped every 1 ms in real time; the position controller is a stiff
   PD with gravity compensation and a velocity feed-forward from its last two commands (as a real arm's servo
   interpolates its stream; a bare PD would brake every move with its D term), the velocity controller a PD on
-  the integrated velocity, the effort controller passes
-  torques through.
+  the integrated velocity (that reference kept within ``WINDUP`` of the arm: a blocked arm does not wind it up),
+  the effort controller passes torques through.
 
 * ``interface: trajectory``: instead, a joint trajectory controller's ``FollowJointTrajectory`` action (cubic
   Hermite through the points' positions and velocities, from receipt; a cancel holds where the arm is).
@@ -40,6 +41,9 @@ from ..loop.scheduler import sleep_until_next
 from ..model.robot_model import RobotModel
 
 
+WINDUP = 0.05  # rad: the velocity controller's integrated reference stays this close to the arm
+
+
 class FakeRosControl:
     def __init__(self):
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
@@ -57,7 +61,9 @@ class FakeRosControl:
         self.cmd = HardwareCommand.zeros(n, CommandMode.POSITION)
         self.cmd.position[:] = self.state.position
         self.lock = threading.Lock()
-        self._given = self.state.position.copy()  # the controller's latest command
+        # the controller's latest command; until the first one, what a JointGroup*Controller starts with: the arm's
+        # positions (position), zeros (velocity, effort)
+        self._given = self.state.position.copy() if self.interface == "position" else np.zeros(n)
         self._given_v = np.zeros(n)  # position controller: the velocity between its last two commands ...
         self._t_given = 0.0  # ... and when the last came (monotonic s); the feed-forward ends a period after it
         self._vmax = cfg.limits.velocity.copy()
@@ -76,8 +82,6 @@ class FakeRosControl:
         rospy.Service("~pause_joint_states", SetBool, self._on_pause)
         rospy.Subscriber("~drop_joint", String, self._on_drop, queue_size=1)
         rospy.Subscriber("~teleport", JointState, self._on_teleport, queue_size=1)
-        if self.interface == "effort":
-            self._given[:] = 0.0
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         rospy.loginfo(f"fake ros_control arm: {self.interface} controller on {topic}, joint states at {self.rate:g} Hz")
@@ -141,7 +145,8 @@ class FakeRosControl:
                     cmd.velocity[:] = 0.0
                 self.plant.write(cmd)
             elif self.interface == "velocity":
-                cmd.position += given * dt  # PD on the integrated velocity command
+                cmd.position += given * dt  # PD on the integrated velocity command, kept near the arm (a blocked
+                np.clip(cmd.position, st.position - WINDUP, st.position + WINDUP, out=cmd.position)  # arm: no windup)
                 cmd.velocity[:] = given
                 self.plant.write(cmd)
             else:
