@@ -60,6 +60,7 @@ class JointLimits(SafetyPlugin):
         self.pd = np.zeros(n)  # its last step (rad per cycle)
         self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
         self._free, self._m = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        self._r, self._rb, self._brk = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
         self._primed = False
 
     def set_range(self, lower: np.ndarray, upper: np.ndarray) -> None:
@@ -142,6 +143,7 @@ class JointLimits(SafetyPlugin):
         np.subtract(u, t, out=t)  # lowest step
         np.minimum(t, hi, out=t)
         np.maximum(lo, t, out=lo)
+        self._rest(sp, lo, hi)
         # ... and no faster toward a position limit than stops on it
         limit_steps(prev, self.lower, self.upper, self.dstep, u, t)
         np.minimum(hi, t, out=hi)
@@ -158,6 +160,34 @@ class JointLimits(SafetyPlugin):
         np.subtract(d, self.pd, out=t)
         t /= dt * dt
         np.copyto(sp.a, t, where=m)
+
+    def _rest(self, sp: Setpoint, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Where the source brakes (v·a < 0: a stream's last point, a stop), the step range toward where it comes to
+        rest is no more than stops there: a reference catching up with a braking source never passes its resting
+        point to come back (the acceleration limit still wins: it is a target, not a limit)."""
+        r, rb, brk = self._r, self._rb, self._brk
+        np.multiply(sp.v, sp.a, out=r)
+        np.less(r, 0.0, out=brk)
+        if not np.count_nonzero(brk):
+            return
+        # the resting point relative to the last reference: (q − prev) + v|v| / (2|a|), in the direction of v
+        np.abs(sp.v, out=r)
+        r *= sp.v
+        np.abs(sp.a, out=rb)
+        rb *= 2.0
+        np.divide(r, rb, out=r, where=brk)
+        r += sp.q
+        r -= self.prev
+        np.maximum(r, 0.0, out=rb)  # moving up: at most the step that still stops there
+        stopping_step(rb, self.dstep, rb)
+        np.maximum(rb, lo, out=rb)
+        np.copyto(hi, np.minimum(hi, rb, out=rb), where=brk & (sp.v > 0.0))
+        np.minimum(r, 0.0, out=rb)  # moving down: likewise
+        np.negative(rb, out=rb)
+        stopping_step(rb, self.dstep, rb)
+        np.negative(rb, out=rb)
+        np.minimum(rb, hi, out=rb)
+        np.copyto(lo, np.maximum(lo, rb, out=rb), where=brk & (sp.v < 0.0))
 
     def _close(self, gap: np.ndarray) -> None:
         """gap (≥ 0) → how much of it one cycle may close and still arrive at rest relative to
