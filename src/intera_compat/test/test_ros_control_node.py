@@ -2,8 +2,13 @@
 commands it cannot carry are refused once with the reason, a lost link stops the robot, and nothing moves on
 reconnect until reset + enable; a trajectory-only arm (interface:=trajectory) gets whole trajectories on its
 FollowJointTrajectory controller, and that controller vanishing stops the robot with an error; a velocity-controlled
-arm follows commands."""
+arm moves, and is stopped by its dead-men (the loop's last word, the bridge, command_watchdog) however the loop ends."""
+import collections
+import os
+import signal
+import threading
 import time
+import xmlrpc.client
 
 import actionlib
 import numpy as np
@@ -19,6 +24,7 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from intera_compat.config import load_config
+from intera_compat.testing.processes import descendants, log_tail
 from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
 
 pytestmark = pytest.mark.node
@@ -193,7 +199,10 @@ def test_an_arm_controller_that_takes_a_goal_but_does_not_run_it_is_a_controller
     state.close()
 
 
-# ---- a velocity-controlled arm ---------------------------------------------------------------------------------
+# ---- a velocity-controlled arm and its dead-men ---------------------------------------------------------------
+
+VELOCITY_TOPIC = "/joint_group_velocity_controller/command"
+
 
 def test_a_velocity_controlled_arm_follows_velocity_and_position_commands(launch):
     """(It did not move at all: until the loop's first command the fake's velocity controller took the arm's angles
@@ -217,3 +226,160 @@ def test_a_velocity_controlled_arm_follows_velocity_and_position_commands(launch
                     every=lambda: send_positions(cmd, target))
     js.close()
     state.close()
+
+
+class Commands:
+    """Every message on a group controller's command topic, with who sent it."""
+
+    def __init__(self, topic=VELOCITY_TOPIC):
+        self.got, self.lock = [], threading.Lock()
+        self.sub = rospy.Subscriber(topic, Float64MultiArray, self._cb, queue_size=1000)
+
+    def _cb(self, m):
+        with self.lock:
+            self.got.append((m._connection_header.get("callerid"), tuple(m.data)))
+
+    def mark(self) -> int:
+        with self.lock:
+            return len(self.got)
+
+    def zeros_from(self, node, since) -> int:
+        """How many all-zero commands ``node`` sent after ``mark()`` gave ``since``."""
+        with self.lock:
+            return sum(1 for who, data in self.got[since:] if who == node and data and not any(data))
+
+    def close(self):
+        self.sub.unregister()
+
+
+class ArmStates:
+    """The arm's own /joint_states (the fake's, not the loop's), kept for a few seconds of their stamps."""
+
+    def __init__(self):
+        self.q = collections.deque(maxlen=500)
+        self.sub = rospy.Subscriber("/joint_states", JointState, self._cb, queue_size=100)
+
+    def _cb(self, m):
+        self.q.append((m.header.stamp.to_sec(), np.array(m.position), np.array(m.velocity)))
+
+    def velocity(self) -> np.ndarray:
+        return self.q[-1][2] if self.q else np.zeros(1)
+
+    def still(self, span=0.5, tol=1e-3) -> bool:
+        """The arm moved less than ``tol`` rad and ran slower than 0.01 rad/s over the last ``span`` s of its own
+        stamps."""
+        q = list(self.q)
+        if not q or q[-1][0] - q[0][0] < span:
+            return False
+        recent = [x for x in q if x[0] >= q[-1][0] - span]
+        pos = np.array([x[1] for x in recent])
+        return np.ptp(pos, axis=0).max() < tol and max(np.abs(x[2]).max() for x in recent) < 0.01
+
+    def close(self):
+        self.sub.unregister()
+
+
+class Stream:
+    """A VELOCITY_MODE stream (0.3 rad/s on right_j0, 100 Hz) until ``stop``."""
+
+    def __init__(self):
+        self.pub = publisher("/robot/limb/right/joint_command", JointCommand)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        msg = JointCommand(mode=JointCommand.VELOCITY_MODE, names=["right_j0"], velocity=[0.3])
+        while not self.done.wait(0.01):
+            self.pub.publish(msg)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        self.pub.unregister()
+
+
+@pytest.fixture
+def moving_arm(launch):
+    """A velocity-controlled fake arm started on its own (as Gazebo would be: it outlives the launch),
+    ros_control.launch streaming to it, and the arm moving at 0.3 rad/s on right_j0. Yields (the launch process,
+    Commands, ArmStates, Stream)."""
+    arm = launch("rosrun", "intera_compat", "fake_ros_control", "_interface:=velocity", "_rate:=50",
+                 log_name="arm.log")
+    states = ArmStates()
+    assert wait_for(lambda: len(states.q) > 0, 60), f"no joint states from the arm: {log_tail(arm.log_path)}"
+    rc = launch("roslaunch", "intera_compat", "ros_control.launch", "interface:=velocity", "rate:=50", "no_rt:=true",
+                "jtas:=false", log_name="rc.log")
+    robot = Latest("/robot/state", RobotAssemblyState)
+    assert wait_for(lambda: robot.msg is not None and robot.msg.enabled, 60), log_tail(rc.log_path)
+    robot.close()
+    commands = Commands()
+    stream = Stream()
+    assert wait_for(lambda: states.velocity()[0] > 0.25, 30), "the arm did not move"
+    yield rc, commands, states, stream
+    stream.stop()
+    commands.close()
+    states.close()
+
+
+def sends_to(publisher: str, subscriber: str, topic: str) -> bool:
+    """``publisher`` has a live connection to ``subscriber`` on ``topic`` (its own bus information)."""
+    import rosgraph
+    try:
+        code, _, bus = xmlrpc.client.ServerProxy(rosgraph.Master("/pytest").lookupNode(publisher)).getBusInfo(
+            "/pytest")
+    except (rosgraph.MasterError, OSError):
+        return False
+    return code == 1 and any(c[1] == subscriber and c[2] == "o" and c[4] == topic and c[5] for c in bus)
+
+
+def node_pid(name: str) -> int:
+    import rosgraph
+    code, _, pid = xmlrpc.client.ServerProxy(rosgraph.Master("/pytest").lookupNode(name)).getPid("/pytest")
+    assert code == 1, f"{name} did not say its pid"
+    return int(pid)
+
+
+def loop_process_pid(launch_proc) -> int:
+    """The realtime loop's own process (``python -m intera_compat.loop.process``, the realtime_loop node's child)."""
+    for pid in descendants(launch_proc.pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"intera_compat.loop.process" in f.read():
+                    return pid
+        except OSError:
+            continue
+    raise AssertionError("no realtime loop process under the launch")
+
+
+def assert_stopped_by(node, commands, states, since, launch_proc):
+    assert wait_for(lambda: commands.zeros_from(node, since) > 0, 30), \
+        f"no zeros from {node}; sent since: {sorted(set(w for w, _ in commands.got[since:]))}; " \
+        f"log:\n{log_tail(launch_proc.log_path)}"
+    assert wait_for(states.still, 30), f"the arm did not come to rest: {states.velocity()}"
+
+
+def test_the_loop_process_killed_the_bridge_zeroes_the_velocity_controller(moving_arm):
+    rc, commands, states, stream = moving_arm
+    since = commands.mark()
+    os.kill(loop_process_pid(rc), signal.SIGKILL)  # (no last word: only the bridge sees it go)
+    stream.stop()
+    assert_stopped_by("/realtime_loop", commands, states, since, rc)
+
+
+def test_the_realtime_loop_node_killed_the_watchdog_zeroes_the_velocity_controller(moving_arm):
+    rc, commands, states, stream = moving_arm
+    assert wait_for(lambda: sends_to("/realtime_loop", "/command_watchdog", VELOCITY_TOPIC), 30), \
+        log_tail(rc.log_path)
+    since = commands.mark()
+    os.kill(node_pid("/realtime_loop"), signal.SIGKILL)  # (its bridge dies with it)
+    stream.stop()
+    assert_stopped_by("/command_watchdog", commands, states, since, rc)
+
+
+def test_ctrl_c_on_the_launch_ends_the_stream_with_zeros(moving_arm):
+    rc, commands, states, stream = moving_arm
+    since = commands.mark()
+    os.killpg(rc.pid, signal.SIGINT)  # (what Ctrl-C in its terminal does)
+    assert_stopped_by("/realtime_loop", commands, states, since, rc)
+    stream.stop()

@@ -19,6 +19,19 @@ states. No sample for ``link_timeout_periods`` periods is a lost link (fault). W
 stopped the loop sends nothing (``brake``): a position controller holds its last command, a velocity
 controller gets one zero command first; an effort controller is streamed throughout (the loop's brakes are
 torques). The controller (and so the capability) is chosen in config: ``ros_control.interface``.
+
+A ``JointGroup{Velocity,Effort}Controller`` keeps its last command for ever, so the stream has dead-men, each of
+which sends zeros (a position controller holds its last position by itself):
+
+* the loop's last word (``close``: any end of the loop process but SIGKILL) is a stop: zero velocity, zero effort,
+  or the last position again. Zero effort is a choice: while the loop runs an effort arm's brakes are the loop's own
+  holding torques, but once it ends nothing computes gravity any more, and zero is what the bridge can say
+  (the arm sags onto its own brakes, or in a simulation falls as an unpowered arm does);
+* the bridge (``ros/ros_control_bridge.py``) sends zeros when the loop's end of the pipe closes (the process died,
+  even by SIGKILL), when the loop falls silent for ``silence`` after a moving command (hung), and when the node
+  shuts down;
+* ``command_watchdog`` (``hardware/command_watchdog.py``), a node of its own, sends zeros when the controller's
+  command topic falls silent for ``silence`` after a moving command (the realtime_loop node itself died).
 """
 from __future__ import annotations
 
@@ -58,6 +71,8 @@ class RosControlSettings:
     measured_effort: bool = False  # joint_states' effort is a measured link-side torque (collision detection)
     joints: list = field(default_factory=list)  # the arm's joint names on its side, in config order ([]: ours)
     startup_timeout: float = 30.0  # s the loop waits for the first joint states
+    # s without a command after a moving one (velocity, effort), beyond 3 periods: the loop is gone, zeros are sent
+    stop_timeout: float = 0.1
 
     @classmethod
     def from_config(cls, cfg, interface: str = "", rate: float = 0.0) -> "RosControlSettings":
@@ -79,6 +94,8 @@ class RosControlSettings:
             raise ValueError(f"{cfg.path}: ros_control.rate {s.rate} Hz: give 1..1000")
         if not s.link_timeout_periods >= 1.0:
             raise ValueError(f"{cfg.path}: ros_control.link_timeout_periods must be >= 1")
+        if not (np.isfinite(s.stop_timeout) and s.stop_timeout > 0.0):
+            raise ValueError(f"{cfg.path}: ros_control.stop_timeout {s.stop_timeout} s: give a positive number")
         s.joints = list(s.joints) or list(cfg.all_joints)
         if len(s.joints) != len(cfg.all_joints):
             raise ValueError(f"{cfg.path}: ros_control.joints has {len(s.joints)} names for the config's "
@@ -88,6 +105,17 @@ class RosControlSettings:
     @property
     def command_topic(self) -> str | None:
         return self.command_topics.get(self.interface)  # (None: a trajectory-only arm streams nothing)
+
+    @property
+    def zeroed(self) -> bool:
+        """The controller keeps a moving command for ever unless zeros are sent (velocity, effort)."""
+        return self.interface in ("velocity", "effort")
+
+    @property
+    def silence(self) -> float:
+        """s without a command, after a moving one, that means the loop is gone: ``stop_timeout``, but never less
+        than 3 periods (the loop writes at least every 1.5 periods while it runs, samples or not)."""
+        return max(self.stop_timeout, 3.0 / self.rate)
 
     def capabilities(self) -> frozenset:
         caps = {INTERFACES[self.interface]}
@@ -223,8 +251,8 @@ class RosControlBackend(Backend):
         self.sending = True
 
     def brake(self) -> None:
-        """Send nothing more (an effort arm's brakes are the loop's torques: it keeps streaming); a trajectory
-        the arm is running is stopped."""
+        """Send nothing more (an effort arm's brakes are the loop's torques: it keeps streaming; a velocity arm
+        gets zeros with the next ``write``); a trajectory the arm is running is stopped."""
         if Capability.TORQUE in self.capabilities:
             return
         self.sending = False
@@ -275,7 +303,25 @@ class RosControlBackend(Backend):
             pass
 
     def close(self) -> None:
+        """The loop ends: its last word to the arm is a stop (``last_word``), a trajectory the arm runs is
+        cancelled; then the records are released."""
         self.brake()
+        self.last_word()
         for rec in (self.hw_in, self.hw_out, self.traj):
             if rec is not None:
                 rec.close()
+
+    def last_word(self) -> None:
+        """Send a stop now, with no ``write`` to follow: zero velocity, zero effort (nothing holds an effort arm
+        against gravity once the loop ends: see the module's doc), or the last position again (its controller
+        holds it; a position arm never sent one is left alone: there is no position to repeat)."""
+        if self.forwarding or (not self._commands and not self.settings.zeroed):
+            return
+        o = self.hw_out.local
+        self._commands += 1
+        o.command[0] = self._commands
+        o.send[0] = 1.0
+        o.velocity[:] = 0.0
+        o.effort[:] = 0.0
+        self.hw_out.publish_local()
+        self._poke_bridge()

@@ -6,11 +6,17 @@ trajectory``) nothing is streamed: each trajectory the loop submits goes whole t
 action, cancels cancel it, and its state comes back to the loop (``traj_state``); no server, a goal the arm
 rejects or aborts, or a server gone silent (no status for ``STATUS_TIMEOUT``) is a failure: the loop faults.
 
+A velocity or effort controller keeps its last command for ever: the bridge sends it zeros when the loop ends —
+its end of the command pipe closes (the loop process exited, or was killed: the bridge holds no copy of that
+end once the loop runs), it falls silent for ``silence`` after a moving command (hung), or the node shuts down
+(``close``: after the loop's own last word). A position controller holds its last position: nothing is sent.
+
 Callbacks only copy: the joint-name → index map is built once per distinct name list.
 """
 from __future__ import annotations
 
 import os
+import select
 import threading
 
 import numpy as np
@@ -27,6 +33,7 @@ STATUS_TIMEOUT = 1.0  # s without a status message from the arm's trajectory act
 # (actionlib servers publish their status at 5 Hz by default; a server set below 1 Hz needs this raised)
 ACCEPT_TIMEOUT = 1.0  # s a goal may stay pending (not accepted by the arm's controller) before it fails
 SERVER_WAIT = 0.5  # s a submission waits for the action server before it fails
+CLOSE_WAIT = 1.0  # s close() waits for the send thread to pass on the loop's last word (it ends at the pipe's EOF)
 
 
 class RosControlBridge:
@@ -41,7 +48,8 @@ class RosControlBridge:
         self.wake_r, self.wake_w = os.pipe()
         self.command_r, self.command_w = os.pipe()
         os.set_blocking(self.wake_w, False)
-        self._lock = threading.Lock()  # joint states and speed scaling write the same record
+        self._lock = threading.Lock()  # joint states and speed scaling write the same record (and close ends them)
+        self._closed = False
         self._maps: dict = {}  # tuple(msg.name) -> (their indices in config order, which of ours are missing)
         self._missing_logged = False
         self.samples = 0
@@ -50,6 +58,10 @@ class RosControlBridge:
         self._field = s.interface  # the out record's array that goes to the controller
         self.msg = Float64MultiArray()
         self.msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
+        self.zeros = Float64MultiArray(layout=self.msg.layout, data=[0.0] * n)
+        self.zeros_sent = 0  # stops the bridge sent by itself (the loop gone, hung or shut down)
+        self._moving = False  # the last command sent to a velocity / effort controller was not all zeros
+        self._stopped = False  # the loop's end closed and zeros went out (or there was nothing to stop)
         self.pub = None if s.command_topic is None else \
             rospy.Publisher(s.command_topic, Float64MultiArray, queue_size=1, tcp_nodelay=True)
         self.forwarder = TrajectoryForwarder(self, cfg.n_arm) if s.interface == "trajectory" else None
@@ -72,6 +84,11 @@ class RosControlBridge:
         return self.wake_r, self.command_w
 
     def start(self) -> None:
+        """The loop process was started (it inherited ``child_fds``): from now its end of the command pipe is its
+        alone, so its exit, however it comes, is an EOF here."""
+        if self.command_w >= 0:
+            os.close(self.command_w)
+            self.command_w = -1
         self._sender.start()
 
     # ---- arm → loop -------------------------------------------------------------------------------
@@ -90,6 +107,8 @@ class RosControlBridge:
             return  # another publisher's joints (a gripper's, say): not this arm's message
         o = self.hw_in.local
         with self._lock:
+            if self._closed:
+                return  # (the node shuts down: rospy may still deliver a message or two)
             if len(missing):
                 o.fault[0], o.fault_joint[0] = FAULT_CONTROLLER_ERROR, missing[0]
                 if not self._missing_logged:
@@ -107,10 +126,10 @@ class RosControlBridge:
             self.samples += 1
             o.sample[0] = self.samples
             self.hw_in.publish_local()
-        try:
-            os.write(self.wake_w, b"\x01")
-        except BlockingIOError:
-            pass  # the loop is behind: it reads the newest sample anyway
+            try:
+                os.write(self.wake_w, b"\x01")
+            except BlockingIOError:
+                pass  # the loop is behind: it reads the newest sample anyway
 
     def _on_scaling(self, msg: Float64) -> None:
         v = msg.data
@@ -118,6 +137,8 @@ class RosControlBridge:
             self.stale += 1
             return
         with self._lock:
+            if self._closed:
+                return
             self.hw_in.local.speed_scaling[0] = min(max(v, 0.0), 1.0)
             self.hw_in.publish_local()
 
@@ -125,13 +146,17 @@ class RosControlBridge:
     def _send_loop(self) -> None:
         out = self.hw_out
         arr = None if self.forwarder is not None else getattr(out.local, self._field)
+        zeroed, silence = self.s.zeroed, self.s.silence
         last = 0.0
         while not rospy.is_shutdown():
             try:
-                if not os.read(self.command_r, 4096):
-                    return  # the loop's end closed
-            except OSError:
-                return
+                if zeroed and self._moving and not select.select((self.command_r,), (), (), silence)[0]:
+                    self._stop_arm(f"no command from the realtime loop for {silence:g} s (hung?)")
+                    continue
+                if not os.read(self.command_r, 4096) or self._closed:
+                    break  # the loop's end closed
+            except (OSError, ValueError):  # (closed here: close() gave up waiting)
+                break
             if self.forwarder is not None:
                 self.forwarder.poll()
                 continue
@@ -140,20 +165,45 @@ class RosControlBridge:
             last = out.local.command[0]
             self.msg.data = arr.tolist()
             self.pub.publish(self.msg)
+            self._moving = zeroed and any(self.msg.data)
             self.sent += 1
+        if self.forwarder is None:  # (after an orderly end its last word was a stop already: said quietly)
+            self._stop_arm("the realtime loop ended", warn=self._moving)
+        self._stopped = True
+
+    def _stop_arm(self, why: str, warn: bool = True) -> None:
+        """Zeros to a velocity / effort controller (it would keep its last command for ever)."""
+        if not self.s.zeroed:
+            return
+        self.pub.publish(self.zeros)
+        self._moving = False
+        self.zeros_sent += 1
+        (rospy.logwarn if warn else rospy.loginfo)(f"ros_control: {why}: zero {self.s.interface} sent to "
+                                                    f"{self.s.command_topic}")
 
     def close(self) -> None:
-        for fd in (self.wake_r, self.wake_w, self.command_r, self.command_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        recs = (self.hw_in, self.hw_out) + ((self.forwarder.rec,) if self.forwarder is not None else ())
-        for rec in recs:
-            try:
-                rec.close()
-            except (BufferError, FileNotFoundError):
-                pass
+        """After the loop process ended: its last word and then zeros reach the arm (the send thread passes them on
+        at the pipe's EOF; if it cannot, zeros are sent from here), then the pipes and records are released."""
+        if self._sender.is_alive() and self._sender is not threading.current_thread():
+            self._sender.join(CLOSE_WAIT)
+        if not self._stopped and self.forwarder is None and self.pub is not None:
+            self._stop_arm("the realtime loop node shuts down")
+        with self._lock:  # (the callbacks see it closed, never a closed record)
+            self._closed = True
+            for fd in (self.wake_r, self.wake_w, self.command_r, self.command_w):
+                if fd < 0:
+                    continue
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self.wake_r = self.wake_w = self.command_r = self.command_w = -1
+            recs = (self.hw_in, self.hw_out) + ((self.forwarder.rec,) if self.forwarder is not None else ())
+            for rec in recs:
+                try:
+                    rec.close()
+                except (BufferError, FileNotFoundError):
+                    pass
 
 
 class TrajectoryForwarder:
@@ -181,6 +231,8 @@ class TrajectoryForwarder:
         b = self.bridge
         o = b.hw_in.local
         with b._lock:
+            if b._closed:
+                return
             ended = o.traj_seq[0] == seq and o.traj_state[0] in (PROGRESS_DONE, PROGRESS_FAILED)
             if ended and state == PROGRESS_ACTIVE:
                 return  # a late feedback message after the end: the end stands
