@@ -174,7 +174,12 @@ class FakeRosControl:
             self._step(dt)
             k += 1
             if k % steps_per_sample == 0 and not self.paused:
-                self._publish()
+                try:
+                    self._publish()
+                except rospy.ROSException:  # (closed by the shutdown that ends this loop)
+                    if rospy.core.is_shutdown_requested():
+                        return
+                    raise
             t_next = sleep_until_next(t_next, dt)
 
 
