@@ -6,7 +6,7 @@ import pytest
 from intera_compat.config import load_config
 from intera_compat.emulator.ur_controller import default_config
 from intera_compat.hardware.base import CommandMode, HardwareCommand, HardwareState
-from intera_compat.hardware.ur import FORCE_MODE_GAP, URBackend
+from intera_compat.hardware.ur import FORCE_MODE_GAP, URBackend, URSettings
 from intera_compat.model import RobotModel
 
 CFG = load_config(default_config())
@@ -47,6 +47,9 @@ class FakeReceive:
     def getRobotMode(self):
         return 7
 
+    def disconnect(self):
+        pass
+
 
 class FakeControl:
     def __init__(self):
@@ -70,6 +73,10 @@ class Chores:
 
     def alive(self):
         return True
+
+    def close(self, timeout=5.0):  # (the worker's thread runs what is left, then ends)
+        while self.jobs:
+            self.jobs.pop(0)()
 
 
 def streaming(interface):
@@ -116,3 +123,22 @@ def test_force_mode_is_sent_twice_on_a_change_then_refreshed_and_a_wall_push_not
     assert "forceMode" not in names[3:20]  # (refreshed every 50 ms = 25 cycles)
     wall = names[20:]
     assert 0 < wall.count("forceMode") <= len(wall) // FORCE_MODE_GAP + 2 and "servoJ" in wall
+
+
+def test_the_rtde_watchdog_is_required_on_every_interface_and_at_least_2_hz():
+    for interface in ("position", "velocity"):
+        for hz in (0, 1.0):  # (a servoJ holds its last target; but force mode, freedrive, a stale register ...)
+            with pytest.raises(ValueError, match=r"ur.watchdog_hz .*at least 2 Hz"):
+                URSettings.from_config(CFG, {"interface": interface, "watchdog_hz": hz})
+    assert URSettings.from_config(CFG, {"watchdog_hz": 2}).watchdog_hz == 2.0
+
+
+def test_close_stops_the_motion_then_the_control_script_before_it_disconnects():
+    rm, b, hs, cmd = streaming("velocity")
+    b.read(hs)
+    cmd.velocity[0] = 0.3
+    b.write(cmd)
+    assert b.ctrl.sent[-1][0] == "speedJ"
+    b.close()  # (the loop's way out: a speedJ must not run on until the watchdog, which some arms report as a
+    names = [name for name, _ in b.ctrl.sent]  # protective stop)
+    assert names.index("speedStop") < names.index("stopScript") < names.index("disconnect")

@@ -7,6 +7,14 @@ RTDE sample); ``RTDEControlInterface`` uploads ur_rtde's control script (port 30
 watchdog (the controller stops the program if nothing comes for ``1 / watchdog_hz``: a dead loop stops the
 arm); ``DashboardClient`` powers the arm on, releases its brakes and unlocks protective stops.
 
+* Dead-man: the script's ``rtde_set_watchdog("input_int_register_0", watchdog_hz, "stop")`` is set whenever the
+  script is (re)started and on every enable; every command the loop sends writes that register (servoJ / speedJ /
+  a torque each cycle) and, while nothing is streamed, ``kickWatchdog`` does, 4× as often as the watchdog needs.
+  A loop process that dies, hangs or loses the link stops the program within ``1 / watchdog_hz`` (at most
+  ``1 / MIN_WATCHDOG_HZ`` = 0.5 s) and the controller stops the arm; without it, a speedJ would run on at its last
+  speed (ur_rtde's script repeats it) and a servoJ would stay at its last target. ``close`` stops the motion and
+  then the script itself, so an orderly exit leaves no program for the watchdog to stop.
+
 * Speed scaling: ``speed_scaling`` × ``target_speed_fraction`` (the teach pendant's slider; 0 while the program
   is paused) is the trajectory time base's factor: the slider at 0 pauses a trajectory, it does not abort it.
 * Faults (``read``): no new RTDE sample for ``link_timeout`` s → link lost; safety mode protective stop or
@@ -70,6 +78,7 @@ WRENCH_CHANGED = 0.2  # N or Nm: a wrench (a wall's push) that changed more is s
 FORCE_MODE_GAP = 4  # ... at most every this many cycles (the stream's servoJ goes in the others)
 FORCE_MODE_REFRESH = 0.05  # s: forceMode is sent again this often while it stays the same
 TORQUE_WATCHDOG_HZ = 50.0  # the least RTDE watchdog rate with direct torque (the script re-applies a stale torque)
+MIN_WATCHDOG_HZ = 2.0  # the least RTDE watchdog rate: a dead loop's arm is stopped within 0.5 s plus its deceleration
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "torque": Capability.TORQUE}
 DIRECT_TORQUE_SINCE = (5, 26)  # PolyScope: ur_rtde's control script has direct_torque from this version on
 NO_FRICTION = [0.0] * 6  # directTorque's friction scales (the loop's law has the joints' friction already)
@@ -91,7 +100,7 @@ class URSettings:
     servo_gain: float = 300.0  # servoJ gain (100 .. 2000)
     speed_acceleration: float = 4.0  # rad/s², speedJ's acceleration towards each new velocity
     stop_deceleration: float = 10.0  # rad/s², servoStop / speedStop
-    watchdog_hz: float = 10.0  # the RTDE watchdog's minimum input rate (0: off)
+    watchdog_hz: float = 10.0  # the RTDE watchdog's minimum input rate (>= MIN_WATCHDOG_HZ: the dead-man)
     link_timeout: float = 0.05  # s without a new RTDE sample: the link is lost
     power_on: bool = True  # enable powers the arm on and releases its brakes if it needs it
     ft_sensor: bool = True  # the arm measures the TCP wrench (e-Series): interaction control by admittance
@@ -120,12 +129,11 @@ class URSettings:
             if v.shape != (2,) or not (np.isfinite(v).all() and (v > 0).all()):
                 raise ValueError(f"{cfg.path}: ur.{name} {getattr(s, name)!r}: two numbers > 0 (linear, angular)")
             setattr(s, name, tuple(float(x) for x in v))
-        if {Capability.FORCE_MODE, Capability.FREEDRIVE} & s.capabilities() and not s.watchdog_hz > 0:
-            raise ValueError(f"{cfg.path}: ur.force_mode and ur.freedrive need ur.watchdog_hz > 0 (either outlives "
-                             f"a dead loop otherwise): set them false or the watchdog on")
-        if s.interface in ("velocity", "torque") and not s.watchdog_hz > 0:
-            raise ValueError(f"{cfg.path}: ur.interface {s.interface} needs ur.watchdog_hz > 0 (a speedJ or a "
-                             f"torque outlives a dead loop otherwise)")
+        s.watchdog_hz = float(s.watchdog_hz)
+        if not s.watchdog_hz >= MIN_WATCHDOG_HZ:
+            raise ValueError(f"{cfg.path}: ur.watchdog_hz {s.watchdog_hz:g}: at least {MIN_WATCHDOG_HZ:g} Hz (the "
+                             f"dead-man: the controller stops the program {1 / MIN_WATCHDOG_HZ:g} s at most after the "
+                             f"loop went quiet; a speedJ, a torque, force mode or freedrive would outlive a dead loop)")
         if cfg.n_arm != 6 or cfg.head_joint:
             raise ValueError(f"{cfg.path}: a UR arm has 6 joints and no head (config: {cfg.n_arm} arm joints, "
                              f"head {cfg.head_joint!r})")
@@ -710,11 +718,20 @@ class URBackend(Backend):
             self.worker.post(self._chore(self._unlock, None))
 
     def close(self) -> None:
+        """Stop the motion (``brake``'s chore, waited for), stop the control script (its watchdog would, the program
+        being left without its client: a stop some controllers report as a protective stop), disconnect."""
         self.brake()
         if self.worker is not None:
             self.worker.close()
         if self.ctrl_lock.acquire(timeout=5.0):
             try:
+                if self.ctrl is not None and self._script_ok:
+                    try:
+                        if self.ctrl.isProgramRunning():
+                            self.ctrl.stopScript()
+                    except Exception as e:  # (a lost link: the watchdog stops it)
+                        print(f"[realtime_loop] UR: stopScript on close: {e}", file=sys.stderr, flush=True)
+                    self._script_ok = False
                 for link in (self.ctrl, self.recv, self.dash):
                     if link is not None:
                         try:
