@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from intera_compat.config import load_config
@@ -23,6 +24,9 @@ from intera_compat.model.robot_model import RobotModel
 
 CFG = load_config()
 PATIENCE = 60.0  # s of wall time before a test gives up waiting for what must happen (never a latency bound)
+# an emulated controller's trip comes in the first cycle's slot after its timeout (a cycle of 2 ms / 1 ms), unless its
+# schedule restarted after a stall of its own of more than 0.1 s (``loop.scheduler.sleep_until_next``)
+SLOT = 0.1 + 0.002
 
 # the loop process with a backend that records its way out ("brake", "close") and can fail in a cycle: the MuJoCo
 # Sawyer, so the cycle is the real one
@@ -229,3 +233,183 @@ def test_a_node_whose_end_of_the_tick_pipe_closed_is_gone_for_the_loop(loop_run)
     run.node.stdin.flush()  # the node (alive, its death signal not sent) closes the read end of the ticks
     assert run.wait_for("close") == ["running", "brake", "close"]
     run.wait_gone()
+
+
+# ---- UR: the RTDE watchdog -------------------------------------------------------------------------------------
+UR_HOST = "127.0.32.2"  # (a loopback address of these tests' own: the UR tests elsewhere use 127.0.0.1's ports)
+UR_CONFIG = os.path.join(os.path.dirname(__file__), "..", "config", "ur5e.yaml")
+WATCHDOG_HZ = 4.0  # (the tests' watchdog: a stall of the VM's of tens of ms must not trip it; the config's is 10)
+AT_REST = 0.005  # rad/s (the emulator's)
+
+
+@pytest.fixture
+def ur():
+    """The UR controller emulator on ``UR_HOST``; yields its dashboard client."""
+    import dashboard_client
+
+    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.emulator", "--host", UR_HOST],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert "UR controller emulator" in proc.stdout.readline().decode()
+        db = dashboard_client.DashboardClient(UR_HOST)
+        db.connect()
+        yield db
+        db.disconnect()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def ur_deadman(db) -> dict:
+    """The emulator's RTDE watchdog and its last stop, in the controller's own time."""
+    db.send("emulator deadman\n")
+    words = db.receive().split()[1:]
+    return {k: float(v) for k, v in zip(words[0::2], words[1::2])}
+
+
+def ur_at_rest(db) -> dict:
+    """Waits (wall time, only as a bound on a failure) until the controller reports the arm at rest after a stop."""
+    end = time.monotonic() + PATIENCE
+    while (d := ur_deadman(db))["rest"] < 0:
+        assert time.monotonic() < end, f"the arm was never at rest: {d}"
+        time.sleep(0.05)
+    return d
+
+
+def test_the_ur_emulators_watchdog_stops_the_program_and_brings_a_running_speedj_to_rest(ur):
+    import rtde_control
+    import rtde_receive
+
+    ur.powerOn()
+    ur.brakeRelease()
+    rr = rtde_receive.RTDEReceiveInterface(UR_HOST)
+    rc = rtde_control.RTDEControlInterface(UR_HOST)
+    assert rc.setWatchdog(WATCHDOG_HZ)
+    for _ in range(100):  # speedJ at 0.5 rad/s on the base, fed at 125 Hz
+        t = rc.initPeriod()
+        rc.speedJ([0.5, 0, 0, 0, 0, 0], 4.0, 0.008)
+        rc.waitPeriod(t)
+    assert rr.getActualQd()[0] == pytest.approx(0.5, abs=0.02) and ur_deadman(ur)["trips"] == 0
+    d = ur_at_rest(ur)  # the client went quiet: the script's speedJ would run on; the watchdog stops it
+    assert d["trips"] == 1 and rr.getRuntimeState() == 1 and not rc.isProgramRunning()
+    assert 1.0 / WATCHDOG_HZ < d["tripped"] - d["last_input"] <= 1.0 / WATCHDOG_HZ + SLOT
+    assert d["speed"] == pytest.approx(0.5, abs=0.02)  # (it ran on until then)
+    ramp = 0.5 / 10.0  # (PROGRAM_STOP_DECELERATION: a stop, not a jolt)
+    assert ramp <= d["rest"] - d["tripped"] <= 0.25
+    assert np.abs(rr.getActualQd()).max() < 0.005
+    print(f"UR emulator, speedJ 0.5 rad/s: at rest {d['rest'] - d['tripped']:.3f} s after the watchdog's stop "
+          f"(controller time)")
+    rc.disconnect()
+    rr.disconnect()
+
+
+def ur_loop(channel_factory, interface: str):
+    """The loop process on the emulated UR (``interface``, the tests' watchdog rate): (process, channel, config)."""
+    cfg = load_config(UR_CONFIG)
+    ch = channel_factory(cfg)
+    options = {"robot_ip": UR_HOST, "interface": interface, "watchdog_hz": WATCHDOG_HZ, "startup_timeout": 20.0}
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.loop.process", "--config", UR_CONFIG,
+                             "--backend", "ur", "--backend-options", json.dumps(options), "--channel",
+                             json.dumps(ch.names), "--tick-fd", str(write_fd), "--speedup", "1", "--no-rt"],
+                            pass_fds=(write_fd,))
+    os.close(write_fd)
+    os.set_blocking(read_fd, False)
+    return proc, ch, cfg, read_fd
+
+
+@pytest.fixture
+def ur_channel():
+    made = []
+
+    def make(cfg):
+        rm = RobotModel(cfg)
+        ch = Channel(len(cfg.all_joints), create=True, pairs=len(rm.tight.collisionPairs))
+        ch.set_control(speed_ratio=cfg.control["speed_ratio"], command_timeout=cfg.control["command_timeout"],
+                       joint_state_hz=float(cfg.rates["joint_states_hz"]))
+        made.append(ch)
+        return ch
+    yield make
+    for ch in made:
+        ch.close()
+
+
+def stream_until_moving(ch, cfg, speed: float, proc, more: int = 25) -> None:
+    """VELOCITY_MODE commands (the base joint at ``speed``) as a JointCommand publisher sends them (50 Hz), until the
+    robot is enabled and the arm moves at that speed (the loop's state record), and ``more`` after that."""
+    from intera_compat.loop.commands import make_validator
+    from intera_compat.loop.layouts import VELOCITY_MODE
+
+    validator = make_validator(cfg)
+    velocity = [speed] + [0.0] * (cfg.n_arm - 1)
+    end = time.monotonic() + PATIENCE
+    while True:
+        assert proc.poll() is None, "the loop process ended"
+        assert time.monotonic() < end, "the arm never moved"
+        ch.state.read()
+        st = ch.state.local
+        if st.enabled[0] > 0.5 and st.ready[0] > 0.5:
+            v = validator.check(VELOCITY_MODE, cfg.joint_names, {"velocity": velocity})
+            assert v.ok, v
+            ch.post_command(v.mode, v.mask, v.arrays)
+            if abs(st.velocity[0] - speed) < 0.02 or more < 25:
+                more -= 1
+                if more < 0:
+                    return
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("interface", ["velocity", "position"])
+def test_a_ur_loop_process_killed_mid_motion_leaves_the_arm_at_rest_within_half_a_second(ur, ur_channel, interface):
+    proc, ch, cfg, read_fd = ur_loop(ur_channel, interface)
+    try:
+        stream_until_moving(ch, cfg, 0.4, proc)
+        assert ur_deadman(ur)["trips"] == 0
+        proc.kill()  # SIGKILL mid-motion: nothing of the loop's runs any more
+        proc.wait(PATIENCE)
+        d = ur_at_rest(ur)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(read_fd)
+    assert d["trips"] == 1  # the watchdog the backend set stopped the program
+    assert 1.0 / WATCHDOG_HZ < d["tripped"] - d["last_input"] <= 1.0 / WATCHDOG_HZ + SLOT
+    stopped = d["rest"] - d["last_input"]
+    if interface == "velocity":  # the script's speedJ ran on at the loop's last speed until the watchdog's stop ...
+        assert d["speed"] > 0.3  # (the loop's last: 0.4 and its feedback's share)
+        after_trip = d["rest"] - d["tripped"]
+        assert stopped <= 0.5 and 0.0 < after_trip <= 0.2
+        print(f"UR velocity interface, loop process killed at 0.4 rad/s: the watchdog's stop {1 / WATCHDOG_HZ:g} s "
+              f"after its last command, at rest {after_trip:.3f} s later (controller time): "
+              f"{0.1 + after_trip:.3f} s at the config's 10 Hz")
+    else:  # ... its servoJ stayed at the loop's last target: the arm stopped there by itself, before the trip
+        assert d["speed"] < AT_REST and stopped < 1.0 / WATCHDOG_HZ
+        print(f"UR position interface, loop process killed at 0.4 rad/s: at rest {stopped:.3f} s after its last "
+              f"command (controller time), the program stopped by the watchdog {1 / WATCHDOG_HZ:g} s after it")
+
+
+def test_a_ur_loop_process_ended_by_sigterm_stops_the_arm_and_its_script_itself(ur, ur_channel):
+    import rtde_receive
+
+    proc, ch, cfg, read_fd = ur_loop(ur_channel, "velocity")
+    try:
+        stream_until_moving(ch, cfg, 0.4, proc)
+        proc.send_signal(signal.SIGTERM)  # (Ctrl-C on the launch, the node's shutdown: the loop's way out)
+        assert proc.wait(PATIENCE) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(read_fd)
+    d = ur_deadman(ur)
+    end = time.monotonic() + PATIENCE
+    while d["now"] < d["fed"] + 2.0 / WATCHDOG_HZ:  # (the watchdog would have stopped it by now, controller time)
+        assert time.monotonic() < end
+        time.sleep(0.05)
+        d = ur_deadman(ur)
+    rr = rtde_receive.RTDEReceiveInterface(UR_HOST)
+    assert d["trips"] == 0 and d["watchdog_hz"] == 0.0  # the script was stopped by the backend, not its watchdog
+    assert rr.getRuntimeState() == 1 and np.abs(rr.getActualQd()).max() < AT_REST
+    rr.disconnect()

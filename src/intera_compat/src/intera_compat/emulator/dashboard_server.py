@@ -9,7 +9,11 @@ RTDE data packages: clients time out), ``emulator slider F`` (the teach pendant'
 ``emulator push Fx Fy Fz Tx Ty Tz S`` (a wrench pushed onto the tool for S seconds: a hand guiding the arm).
 ``emulator mode`` answers with the arm's force mode and freedrive axes (``force 001000 freedrive off motion servo ignored 0
 errors 0``: the compliant / free axes of the task / feature frame, what the arm follows — hold, servo, speed, move,
-torque —, the motion commands ignored in freedrive, the runtime errors that stopped the program)."""
+torque, stopping —, the motion commands ignored in freedrive, the runtime errors that stopped the program).
+``emulator deadman`` answers with the RTDE watchdog and its last stop in the controller's own time (``watchdog_hz 10
+trips 1 now 12.3460 fed 10.0020 last_input 10.0020 tripped 10.1040 speed 0.5012 rest 10.1700``: s since the
+controller started — fed: the last write of the watchdog's register; the last stop's last input, trip, leading
+joint speed (rad/s) and rest; -1: none yet)."""
 from __future__ import annotations
 
 import socketserver
@@ -71,6 +75,12 @@ class DashboardServer(ThreadedServer):
                 c.set_speed_slider(float(words[1]))
             elif words[0] == "push" and len(words) == 8:
                 c.push([float(x) for x in words[1:7]], float(words[7]))
+            elif what == "deadman":  # the RTDE watchdog and its last stop, in the controller's time (s)
+                with c.lock:
+                    t = c.trip or {}
+                    return (f"emulator: watchdog_hz {c.watchdog_hz:g} trips {c.watchdog_trips} now {c.now:.4f} "
+                            f"fed {c.fed:.4f} last_input {t.get('last_input', -1.0):.4f} tripped {t.get('tripped', -1.0):.4f} "
+                            f"speed {t.get('speed', 0.0):.4f} rest {t.get('rest', -1.0):.4f}")
             elif what == "mode":
                 with c.lock:
                     force = "off" if c.force_mode is None else "".join("1" if b else "0" for b in c.force_mode[0])

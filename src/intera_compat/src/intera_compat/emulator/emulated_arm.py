@@ -1,8 +1,12 @@
-"""What the emulated controllers share: a MuJoCo arm behind its own position servo (the config's model), and the
-controller's cycle on a thread of its own (``_loop``, until ``stop``)."""
+"""What the emulated controllers share: a MuJoCo arm behind its own position servo (the config's model), the
+controller's cycle on a thread of its own (``_loop``, until ``stop``), and the controller's clock: ``now`` is the
+time of the current cycle's slot in its schedule (s since it started), ``clock()`` the time something arrives from
+outside. A cycle that runs late (the emulator's thread stalled, then catches up) counts at its slot, so what the
+controller times — a watchdog, a lifebit — sees the client's silences and not the emulator's own stalls."""
 from __future__ import annotations
 
 import threading
+import time
 
 from ..config import load_config
 from ..hardware.base import CommandMode, HardwareCommand, HardwareState
@@ -25,6 +29,12 @@ class EmulatedArm:
         self.cmd.position[:] = self.state.position
         self._run = False
         self._thread = threading.Thread(target=self._loop, daemon=True, name=thread_name)
+        self.t0 = time.monotonic()  # the controller started
+        self.now = 0.0  # s: the current cycle's slot (``_loop`` sets it)
+
+    def clock(self) -> float:
+        """The controller's clock (s since it started), for what arrives from outside between its cycles."""
+        return time.monotonic() - self.t0
 
     def start(self) -> None:
         self._run = True

@@ -20,6 +20,15 @@ Force mode (``forceMode``, a realtime command; ``forceModeStop``) and freedrive 
 * freedrive: the arm yields to the wrench pushed onto it along / about the free axes of the feature frame
   (a damper, ``FREEDRIVE_DAMPING``) and holds the others; motion commands are ignored meanwhile (``ignored``).
 
+The RTDE watchdog (``setWatchdog``: ``rtde_set_watchdog("input_int_register_0", f, "stop")`` in ur_rtde's script)
+counts in the controller's own time (``now``, ``clock``: ``emulated_arm.py``; a stall of the emulator's thread is no
+silence of the client's): no write of that register for ``1 / f`` s stops the program, and the controller brings
+the arm to rest from the speed it had — a straight stop in joint space, the leading joint at
+``PROGRAM_STOP_DECELERATION`` (the emulator's figure: the real controller's own for a program stop is not
+documented) — and holds it; ``deadman`` reports when (last input, trip, rest, in controller time). Without the
+watchdog, a client that goes quiet leaves the script's servoJ at its last target (the arm stops there) and its
+speedJ at its last speed (the arm runs on): what a real ur_rtde script does.
+
 The emulator's servers (``rtde_server.py``, ``dashboard_server.py``) read and change this state; the arm is
 stepped in real time at the controller's 500 Hz (two 1 ms physics steps per cycle) on its own thread. Modes
 follow the controller's: POWER_OFF → (power on) IDLE with the brakes on → (brake release) RUNNING; a program is
@@ -70,6 +79,8 @@ CONTACT_FORCE = 5.0  # N along the asked direction (any, if none) that tool_cont
 READY, DONE = 1, 2
 PERIOD = 0.002  # s: the e-Series controller's cycle
 UNLOCK_DELAY = 5.0  # s after a protective stop before it may be unlocked
+PROGRAM_STOP_DECELERATION = 10.0  # rad/s²: the leading joint's, when the watchdog stops the program (emulator's)
+AT_REST = 0.005  # rad/s: every joint slower than this is at rest (``deadman``'s rest time)
 ANALOG_SPAN = 10.0  # V: the analog outputs are in the voltage domain (reported in V, set as a ratio of this)
 
 
@@ -91,7 +102,6 @@ class URController(EmulatedArm):
         self.runtime_state = STOPPED
         self.speed_slider = 1.0  # target_speed_fraction
         self.program = "<unnamed>"
-        self.t0 = time.monotonic()
         self._fid = self.rm.frame_id(self.cfg.tips[0])
         self.out_int = [0] * 48  # output_int_register_N
         self.out_double = [0.0] * 48
@@ -107,8 +117,15 @@ class URController(EmulatedArm):
         self._move = None  # (t, q0, dq, T, ramp time, blocking)
         self._q = np.zeros(self.rm.model.nq)
         self.watchdog_hz = 0.0  # setWatchdog: the program stops when input_int_register_0 is not written this often
-        self._last_input = time.monotonic()  # when the client last wrote input_int_register_0
+        self._last_input = 0.0  # when (``clock``) the client last wrote input_int_register_0
         self.watchdog_trips = 0
+        # the last watchdog stop, in controller time: the last input before it, the trip, the leading joint's speed
+        # then, and when the arm came to rest (before the trip if it had stopped by itself: a servoJ's last target;
+        # -1: not yet)
+        self.trip = None
+        self._moved_at = 0.0  # the last time the arm moved (a joint at AT_REST or faster)
+        self._stop_v = np.zeros(self.n)  # a program stop's ramp: the target's velocity, its decrement per cycle
+        self._stop_dv = np.zeros(self.n)
         self._protective_since = 0.0
         self.ft_offset = np.zeros(6)  # zero_ftsensor: subtracted from the measured TCP wrench
         self.payload_mass, self.payload_cog = 0.0, np.zeros(3)
@@ -132,13 +149,26 @@ class URController(EmulatedArm):
         nxt = time.monotonic() + PERIOD
         while self._run:
             with self.lock:  # (while motion is not allowed the target stays where the arm was held)
+                self.now = nxt - PERIOD - self.t0  # (this cycle's slot)
                 self.cmd.velocity[:] = 0.0
                 self._script_cycle()
                 write = SimBackend.write if self.cmd.mode == CommandMode.TORQUE else SimPositionBackend.write
                 for _ in range(steps):  # (direct torque: the joint torques as they are, the servo off)
                     write(self.plant, self.cmd)
                 self.plant.read(self.state)
+                if float(np.abs(self.state.velocity[:self.n]).max()) >= AT_REST:
+                    self._moved_at = self.now
+                else:
+                    trip = self.trip
+                    if trip is not None and trip["rest"] < 0 and not (self._mode == "stopping" and
+                                                                       self.moving_allowed()):
+                        trip["rest"] = self.now
             nxt = sleep_until_next(nxt, PERIOD)
+
+    @property
+    def fed(self) -> float:
+        """When (``clock``) the client last wrote the watchdog's register (input_int_register_0)."""
+        return self._last_input
 
     # ---- the control script (emulated) ------------------------------------------------------------------
     def start_script(self) -> bool:
@@ -158,7 +188,7 @@ class URController(EmulatedArm):
         with self.lock:
             self.inputs.update(values)
             if "input_int_register_0" in values:
-                self._last_input = time.monotonic()
+                self._last_input = self.clock()
             if int(values.get("speed_slider_mask", 0)) & 1:
                 self.set_speed_slider(float(values.get("speed_slider_fraction", 1.0)))
             for prefix, shift, width in (("standard", 0, 8), ("configurable", 8, 8), ("tool", 16, 2)):
@@ -195,6 +225,21 @@ class URController(EmulatedArm):
         self._mode = "hold"
         self._hold()
 
+    def _watchdog_stop(self) -> None:
+        """The RTDE watchdog's "stop" action: the program stops; the arm is brought to rest from the speed it has, in
+        a straight line in joint space (every joint at rest at once, the leading one at
+        ``PROGRAM_STOP_DECELERATION``), then held."""
+        v = self.state.velocity[:self.n].copy()
+        self.watchdog_trips += 1
+        lead = float(np.abs(v).max())
+        rest = self._moved_at if lead < AT_REST else -1.0
+        self.trip = {"last_input": self._last_input, "tripped": self.now, "speed": lead, "rest": rest}
+        self._end_script()
+        if lead > 0.0 and self.moving_allowed():
+            self._stop_v[:] = v
+            self._stop_dv[:] = np.abs(v) * (PROGRAM_STOP_DECELERATION * PERIOD / lead)
+            self._mode = "stopping"
+
     def _doubles(self, k: int) -> np.ndarray:
         return np.array([float(self.inputs.get(f"input_double_register_{i}", 0.0)) for i in range(k)])
 
@@ -205,9 +250,8 @@ class URController(EmulatedArm):
         if self.runtime_state in (PAUSED, PAUSING):  # paused on the pendant: it holds, and resumes on play
             self._mode = "hold"
             return
-        if self.script and self.watchdog_hz > 0 and time.monotonic() - self._last_input > 1.0 / self.watchdog_hz:
-            self.watchdog_trips += 1
-            self._end_script()  # the RTDE watchdog's "stop" action: the program stops, the arm holds
+        if self.script and self.watchdog_hz > 0 and self.now - self._last_input > 1.0 / self.watchdog_hz:
+            self._watchdog_stop()
         if self.script:
             cmd = int(self.inputs.get("input_int_register_0", NO_CMD))
             if cmd in REALTIME:
@@ -294,7 +338,7 @@ class URController(EmulatedArm):
             self.payload_mass, self.payload_cog[:] = max(float(d[0]), 0.0), d[1:4]
         elif cmd == SET_WATCHDOG:
             self.watchdog_hz = max(float(self.inputs.get("input_double_register_0", 0.0)), 0.0)
-            self._last_input = time.monotonic()
+            self._last_input = self.now
         else:
             self.unsupported.add(cmd)
         self.out_int[0] = DONE
@@ -339,6 +383,13 @@ class URController(EmulatedArm):
             self._v += np.clip(self._speed * self.speed_slider - self._v, -step, step)
             target[:n] += self._v * PERIOD
             self.cmd.velocity[:n] = self._v
+        elif self._mode == "stopping":  # (a watchdog stop: the program has ended)
+            v = self._stop_v
+            v -= np.clip(v, -self._stop_dv, self._stop_dv)
+            target[:n] += v * PERIOD
+            self.cmd.velocity[:n] = v
+            if not v.any():
+                self._mode = "hold"
         elif self._mode == "move":
             t, q0, dq, T, ramp, blocking = self._move
             t = min(t + PERIOD * self.speed_slider, T)
@@ -404,7 +455,8 @@ class URController(EmulatedArm):
 
     @property
     def motion(self) -> str:
-        """What the arm follows: hold, servo (servoJ), speed (speedJ), move (moveJ) or torque (directTorque)."""
+        """What the arm follows: hold, servo (servoJ), speed (speedJ), move (moveJ), torque (directTorque) or stopping
+        (a watchdog stop)."""
         return self._mode
 
     def moving_allowed(self) -> bool:
