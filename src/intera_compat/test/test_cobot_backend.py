@@ -155,3 +155,21 @@ def test_position_targets_go_at_the_loops_speed_and_at_most_ten_a_second(cobot):
     cobot.waypoint(np.full(7, 0.49), speed)  # unchanged: not again
     assert len(cobot.calls) == n
     assert not cobot.waypoint(np.full(7, np.nan), speed)
+
+
+def test_the_lifebit_toggles_with_the_loops_cycles_and_stops_with_them(cobot):
+    from intera_compat.hardware.base import CommandMode, HardwareCommand
+    cmd = HardwareCommand.zeros(7, CommandMode.POSITION)
+    every = int(round(cobot.settings.lifebit_period * cobot.settings.rate))  # (20 ms at 250 Hz: 5 cycles)
+    bits = []
+    for _ in range(4 * every):
+        cobot.write(cmd)  # (a cycle that completed)
+        bits.append(cobot.lifebit)
+    assert every == 5 and sum(a != b for a, b in zip(bits, bits[1:])) == 4 and bits[every - 1] != bits[every - 2]
+    off = CobotBackend(RobotModel(CFG), {"lifebit_period": 0})
+    for _ in range(20):
+        off.write(cmd)
+    assert not off.lifebit  # (none: a PLC without the variable)
+    off._aio.close()
+    with pytest.raises(ValueError, match="lifebit_period"):
+        CobotBackend(RobotModel(CFG), {"lifebit_period": 0.5})  # (the PLC's 0.2 s must span several)

@@ -154,7 +154,7 @@ def test_a_refused_call_an_unsettled_axis_and_a_dropped_link_are_errors_reset_re
     q1 = arm_positions(js)
     client.send_goal(goal(q1, np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5]), 6.0))  # a long motion, and mid-way ...
     assert wait_for(lambda: np.abs(arm_positions(js) - q1).max() > 0.1, 10)
-    plc("drop 2")  # ... the PLC goes away for 2 s: link lost (the PLC runs on), reset reconnects and aborts
+    plc("drop 2")  # ... the PLC goes away for 2 s: link lost (no lifebit: the PLC stops), reset reconnects, aborts
     assert wait_for(lambda: state.msg.stopped and state.msg.error, 5)
     assert client.wait_for_result(rospy.Duration(10)) and client.get_state() == GoalStatus.ABORTED
     assert wait_for(reachable, 15, period=0.5)  # (back)

@@ -413,3 +413,185 @@ def test_a_ur_loop_process_ended_by_sigterm_stops_the_arm_and_its_script_itself(
     assert d["trips"] == 0 and d["watchdog_hz"] == 0.0  # the script was stopped by the backend, not its watchdog
     assert rr.getRuntimeState() == 1 and np.abs(rr.getActualQd()).max() < AT_REST
     rr.disconnect()
+
+
+# ---- Cobot: the PLC's lifebit --------------------------------------------------------------------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+COBOT_ENDPOINT = f"opc.tcp://127.0.0.1:{free_port()}/cobot"  # (a port of these tests' own: the Cobot tests use 4840)
+COBOT_CONFIG = os.path.join(os.path.dirname(__file__), "..", "config", "cobot7.yaml")
+LIFEBIT_TIMEOUT = 0.2  # s (the reference PLC's default)
+
+
+@pytest.fixture
+def cobot_plc():
+    """The reference PLC in a process of its own (a PLC is); yields its query (Emulator.Inject)."""
+    from asyncua import ua
+    from asyncua.sync import Client, ThreadLoop
+
+    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.emulator.cobot_plc", "--endpoint", COBOT_ENDPOINT],
+                            stdout=subprocess.PIPE, start_new_session=True)
+    with ThreadLoop(timeout=10) as tloop:
+        client = Client(COBOT_ENDPOINT, timeout=5, tloop=tloop)
+        try:
+            assert "cobot PLC emulator" in proc.stdout.readline().decode()
+            client.connect()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        ns = client.get_namespace_index("urn:intera_compat:cobot_plc")
+        emu = client.get_node(ua.NodeId("Emulator", ns))
+        state = client.get_node(ua.NodeId("Robot.State", ns))
+        code = client.get_node(ua.NodeId("Robot.ErrorCode", ns))
+
+        def query(what: str):
+            if what == "state":
+                return state.read_value(), code.read_value()
+            reply = emu.call_method(ua.NodeId("Emulator.Inject", ns), what)
+            if what != "deadman":
+                return reply
+            words = reply.split()[1:]
+            return {k: (v if k == "lifebit" else float(v)) for k, v in zip(words[0::2], words[1::2])}
+        try:
+            yield query
+        finally:
+            client.disconnect()
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def plc_at_rest(query) -> dict:
+    end = time.monotonic() + PATIENCE
+    while (d := query("deadman"))["rest"] < 0:
+        assert time.monotonic() < end, f"the PLC never stopped the arm: {d}"
+        time.sleep(0.05)
+    return d
+
+
+class CobotLoop:
+    """The Cobot backend driven as the loop drives it (``read`` and ``write`` every cycle), in this process."""
+
+    def __init__(self):
+        from intera_compat.hardware.base import CommandMode, HardwareCommand, HardwareState
+        from intera_compat.hardware.cobot import CobotBackend
+
+        cfg = load_config(COBOT_CONFIG)
+        self.b = CobotBackend(RobotModel(cfg), {"endpoint": COBOT_ENDPOINT, "startup_timeout": 20.0})
+        self.hs = HardwareState.zeros(len(cfg.all_joints))
+        self.cmd = HardwareCommand.zeros(len(cfg.all_joints), CommandMode.POSITION)
+        self.b.connect()
+        self.b.enable()
+
+    def run(self, until, seconds_bound: float = PATIENCE, why=lambda: "") -> None:
+        """Cycles at the backend's rate until ``until()`` (wall time bounds a failure only)."""
+        end = time.monotonic() + seconds_bound
+        while not until():
+            assert time.monotonic() < end, f"never: {why()}"
+            self.b.read(self.hs)
+            self.b.write(self.cmd)
+            time.sleep(self.b.period)
+
+    def start_a_long_motion(self, query) -> None:
+        """A point list a few seconds long; cycles until the PLC moves the arm along it, its lifebit watch armed."""
+        q0 = None
+
+        def started():
+            nonlocal q0
+            if q0 is None and self.b._rx is not None:
+                q0 = self.hs.position[:7].copy()
+                t = np.linspace(0.0, 4.0, 21)
+                q = q0 + np.outer(t / 4.0, [1.0, 0.0, 0.0, 0.6, 0.0, 0.0, 0.8])
+                assert self.b.submit(t, q, np.tile([0.25, 0, 0, 0.15, 0, 0, 0.2], (21, 1)), np.zeros_like(q))
+            return q0 is not None and abs(self.hs.velocity[0]) > 0.1 and query("state")[0] == 1 \
+                and query("deadman")["lifebit"] == "armed"
+        self.run(started, why=lambda: f"velocity {self.hs.velocity[:7]}, fault {self.hs.fault}, PLC {query('state')}, "
+                 f"{query('deadman')}, {query('calls')}, lifebit writes {self.b.lifebit_writes}")
+
+
+def test_a_cobot_loop_that_stops_cycling_has_its_motion_stopped_by_the_plc(cobot_plc):
+    loop = CobotLoop()
+    try:
+        loop.start_a_long_motion(cobot_plc)
+        assert cobot_plc("deadman")["trips"] == 0
+        # the loop hangs (or died): no more cycles, no more toggles; the client's thread (the link) lives on
+        d = plc_at_rest(cobot_plc)
+    finally:
+        loop.b.close()
+    assert d["trips"] == 1 and cobot_plc("state") == (2, 300)  # stopped as on an error: LIFEBIT_ERROR
+    assert LIFEBIT_TIMEOUT < d["tripped"] - d["before"] <= LIFEBIT_TIMEOUT + SLOT
+    assert d["speed"] > 0.1  # (it was under way)
+    assert d["rest"] - d["before"] <= 0.5
+    print(f"Cobot, loop hung at {d['speed']:.2f} rad/s: at rest {d['rest'] - d['tripped']:.3f} s after the PLC's "
+          f"lifebit stop, {d['rest'] - d['before']:.3f} s after the lifebit's last change (PLC time)")
+
+
+def test_a_cobot_backend_closed_mid_motion_aborts_it_before_the_lifebit_would(cobot_plc):
+    loop = CobotLoop()
+    loop.start_a_long_motion(cobot_plc)
+    loop.b.close()  # (the loop's way out: Abort, answered, before the lifebit goes quiet)
+    assert "Abort" in cobot_plc("calls").split(";")[0].split()
+    end = time.monotonic() + PATIENCE
+    while (d := cobot_plc("deadman"))["now"] < d["changed"] + 2 * LIFEBIT_TIMEOUT or cobot_plc("state")[0] != 0:
+        assert time.monotonic() < end, d  # (the PLC's own time: its watch would have stopped it by now)
+        time.sleep(0.05)
+    assert d["trips"] == 0 and d["lifebit"] == "off" and cobot_plc("state") == (0, 0)  # stopped, idle, no error
+
+
+def test_a_cobot_loop_process_killed_mid_motion_has_its_motion_stopped_by_the_plc(cobot_plc):
+    from intera_compat.loop.commands import make_validator
+    from intera_compat.loop.layouts import POSITION_MODE
+
+    cfg = load_config(COBOT_CONFIG)
+    rm = RobotModel(cfg)
+    ch = Channel(len(cfg.all_joints), create=True, pairs=len(rm.tight.collisionPairs))
+    ch.set_control(speed_ratio=cfg.control["speed_ratio"], command_timeout=cfg.control["command_timeout"],
+                   joint_state_hz=float(cfg.rates["joint_states_hz"]))
+    read_fd, write_fd = os.pipe()
+    options = {"endpoint": COBOT_ENDPOINT, "startup_timeout": 20.0}
+    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.loop.process", "--config", COBOT_CONFIG,
+                             "--backend", "cobot", "--backend-options", json.dumps(options), "--channel",
+                             json.dumps(ch.names), "--tick-fd", str(write_fd), "--speedup", "1", "--no-rt"],
+                            pass_fds=(write_fd,))
+    os.close(write_fd)
+    os.set_blocking(read_fd, False)
+    validator = make_validator(cfg)
+    try:
+        end = time.monotonic() + PATIENCE
+        while True:  # POSITION_MODE: one waypoint 1.2 rad away on the base (the PLC plans the motion)
+            assert proc.poll() is None and time.monotonic() < end, "the arm never moved"
+            ch.state.read()
+            st = ch.state.local
+            if st.enabled[0] > 0.5 and st.ready[0] > 0.5:
+                target = np.array(st.position[:7])
+                target[0] = 1.2 if target[0] < 0.0 else -1.2
+                v = validator.check(POSITION_MODE, cfg.joint_names, {"position": list(target)})
+                assert v.ok, v
+                break
+            time.sleep(0.02)
+        while abs(st.velocity[0]) < 0.2 or cobot_plc("deadman")["lifebit"] != "armed":
+            assert proc.poll() is None and time.monotonic() < end, "the arm never moved"
+            ch.post_command(v.mode, v.mask, v.arrays)
+            time.sleep(0.02)
+            ch.state.read()
+        proc.kill()  # SIGKILL mid-motion: no Abort, no more lifebit
+        proc.wait(PATIENCE)
+        d = plc_at_rest(cobot_plc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(read_fd)
+        ch.close()
+    assert d["trips"] == 1 and cobot_plc("state") == (2, 300) and d["speed"] > 0.2
+    assert LIFEBIT_TIMEOUT < d["tripped"] - d["before"] <= LIFEBIT_TIMEOUT + SLOT
+    assert d["rest"] - d["before"] <= 0.5
+    print(f"Cobot, loop process killed at {d['speed']:.2f} rad/s: at rest {d['rest'] - d['tripped']:.3f} s after the "
+          f"PLC's lifebit stop, {d['rest'] - d['before']:.3f} s after the lifebit's last change (PLC time)")

@@ -14,8 +14,16 @@ Address space (namespace ``NAMESPACE``; string node ids, the defaults of the ``c
 ``Robot.ExecuteInstructionList``    (Double[k·n] positions, Double[n] max velocities) → Int32 0: through k points
 ``Robot.AcknowledgeError``          () → Int32 0: clears the error (the arm stays where it stopped)
 ``Robot.Abort``                     () → Int32 0: stops the motion (at the acceleration limit) and drops the rest
+``Robot.Lifebit``                   Boolean, written by the client: its dead-man (below)
 ``Emulator.Inject``                 (String) → String: fault injection (below)
 =================================  ==========================================================================
+
+Dead-man: a client that toggles ``Robot.Lifebit`` arms the lifebit watch (from its first change on); when the value
+stops changing for ``lifebit_timeout`` (0.2 s by default, ``--lifebit-timeout``; 0: no watch) of the PLC's own time
+(``now``, ``clock``: ``emulated_arm.py``; the value is read every ``PUBLISH_PERIOD``) while it moves, the PLC stops
+the motion as on an error (at the acceleration limit, the rest dropped) and goes to error ``LIFEBIT_ERROR``
+(AcknowledgeError clears it); idle, the watch is disarmed (a client that went away in order leaves no error behind).
+A client that never toggles it is not watched.
 
 The PLC plans its own motion through the points it is given: jerk-limited (ruckig) from each point to the next,
 stopping at each (its velocity limits: the arm's, or lower ones sent with the points), while a position servo
@@ -25,7 +33,11 @@ refused with Bad status (nothing moves); a command while in error is refused (Ba
 Fault injection (``Emulator.Inject``): ``method error`` (the next method call fails with BadInternalError),
 ``error CODE TEXT`` (the controller goes to error: the arm stops), ``drop S`` (the server goes away for S seconds:
 every session ends), ``unsettled J`` (joint J never settles: it dithers about its target and the state stays
-moving; ``unsettled off``); ``calls`` answers with the methods called and the last motion's point count.
+moving; ``unsettled off``); ``calls`` answers with the methods called and the last motion's point count;
+``deadman`` with the lifebit watch and its last stop in the PLC's own time (``lifebit armed timeout 0.2 trips 1
+now 12.345 changed 12.340 before 10.010 tripped 10.211 speed 0.512 rest 10.420``: s since the PLC started — the
+lifebit's last change; the last stop's last change before it, its trip, its leading joint's speed (rad/s) and the
+arm at rest; -1: none yet).
 """
 from __future__ import annotations
 
@@ -49,6 +61,9 @@ PERIOD = 0.001  # s: the PLC's motion cycle
 PUBLISH_PERIOD = 0.01  # s: the variables' update
 SETTLED = 1e-4  # rad: a point is reached within this (and at rest)
 DITHER = 0.01  # rad: how far an unsettled joint dithers about its target
+LIFEBIT_TIMEOUT = 0.2  # s of the PLC's time without a change of the lifebit: the motion stops
+LIFEBIT_ERROR = 300  # the error a lifebit stop leaves (ErrorCode)
+AT_REST = 0.005  # rad/s: every joint slower than this is at rest (``deadman``'s rest time)
 
 
 def default_config() -> str:
@@ -58,7 +73,8 @@ def default_config() -> str:
 class CobotPLC(EmulatedArm):
     """The controller's state and motion (a thread at ``PERIOD``); every public method is thread-safe."""
 
-    def __init__(self, config: str | None = None, initial_pose: str = "neutral"):
+    def __init__(self, config: str | None = None, initial_pose: str = "neutral",
+                 lifebit_timeout: float = LIFEBIT_TIMEOUT):
         self._init_arm(config or default_config(), initial_pose, "cobot-plc")
         n = self.n
         lim = self.cfg.limits
@@ -83,6 +99,14 @@ class CobotPLC(EmulatedArm):
         self._limit = self.vmax.copy()
         self._v_next = np.zeros(n)  # the velocity to pass the next point with
         self._stopping = False
+        # the lifebit watch: the value last seen and when it changed (``now``); armed from a client's first change
+        self.lifebit_timeout = float(lifebit_timeout)
+        self._lifebit = None
+        self._lifebit_at = 0.0
+        self.lifebit_armed = False
+        self.lifebit_trips = 0
+        self.trip = None  # the last lifebit stop: the last change, the trip, the leading joint's speed, the rest (-1)
+        self._moved_at = 0.0  # the last time the arm moved (a joint at AT_REST or faster)
 
     # ---- the arm --------------------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -90,11 +114,39 @@ class CobotPLC(EmulatedArm):
         steps = max(1, int(round(PERIOD / self.plant.period)))
         while self._run:
             with self.lock:
+                self.now = nxt - PERIOD - self.t0  # (this cycle's slot)
+                self._watch_lifebit()
                 self._plan()
                 for _ in range(steps):
                     self.plant.write(self.cmd)
                 self.plant.read(self.state)
+                if float(np.abs(self.state.velocity[:self.n]).max()) >= AT_REST:
+                    self._moved_at = self.now
+                elif self.trip is not None and self.trip["rest"] < 0 and not self._stopping:
+                    self.trip["rest"] = self.now
             nxt = sleep_until_next(nxt, PERIOD)
+
+    def feed_lifebit(self, value: bool) -> None:
+        """The lifebit's value as the server has it now (its publisher reads it every ``PUBLISH_PERIOD``)."""
+        with self.lock:
+            value = bool(value)
+            if self._lifebit is not None and value != self._lifebit:
+                self._lifebit_at = self.clock()
+                self.lifebit_armed = self.lifebit_timeout > 0
+            self._lifebit = value
+
+    def _watch_lifebit(self) -> None:
+        """The dead-man (under the lock): a lifebit that stopped changing stops a motion (an error), disarms idle."""
+        if not self.lifebit_armed or self.now - self._lifebit_at <= self.lifebit_timeout:
+            return
+        self.lifebit_armed = False
+        if self.mode != MOVING or self._stopping:
+            return
+        self.lifebit_trips += 1
+        lead = float(np.abs(self.state.velocity[:self.n]).max())
+        self.trip = {"before": self._lifebit_at, "tripped": self.now, "speed": lead,
+                     "rest": self._moved_at if lead < AT_REST else -1.0}
+        self._fault(LIFEBIT_ERROR, f"lifebit lost: no change for {self.lifebit_timeout:g} s, the motion stopped")
 
     def _plan(self) -> None:
         """One cycle of the PLC's own motion: the next point, jerk-limited; at rest when none is left."""
@@ -233,6 +285,12 @@ class CobotPLC(EmulatedArm):
                 return "drop"  # (the server does it)
             elif what == "calls":  # (the methods called, and the points of the last motion)
                 return f"emulator: {' '.join(self.calls[-20:])}; points {self.last_points}"
+            elif what == "deadman":
+                t = self.trip or {}
+                return (f"emulator: lifebit {'armed' if self.lifebit_armed else 'off'} timeout "
+                        f"{self.lifebit_timeout:g} trips {self.lifebit_trips} now {self.now:.4f} changed "
+                        f"{self._lifebit_at:.4f} before {t.get('before', -1.0):.4f} tripped "
+                        f"{t.get('tripped', -1.0):.4f} speed {t.get('speed', 0.0):.4f} rest {t.get('rest', -1.0):.4f}")
             else:
                 raise ValueError(what)
         return f"emulator: {what}"
@@ -250,6 +308,7 @@ class PLCServer:
         self.plc, self.endpoint = plc, endpoint
         self.server: Server | None = None
         self.vars: dict = {}
+        self.lifebit = None  # (Robot.Lifebit, written by the client)
         self.ready = threading.Event()
         self._stop = None
 
@@ -267,6 +326,9 @@ class PLCServer:
                                 ("ErrorCode", code, ua.VariantType.Int32), ("ErrorText", text, ua.VariantType.String)):
             self.vars[name] = await robot.add_variable(ua.NodeId(f"Robot.{name}", idx), ua.QualifiedName(name, idx),
                                                        ua.Variant(value, vt))
+        self.lifebit = await robot.add_variable(ua.NodeId("Robot.Lifebit", idx), ua.QualifiedName("Lifebit", idx),
+                                                ua.Variant(False, ua.VariantType.Boolean))
+        await self.lifebit.set_writable()
         doubles = ua.VariantType.Double
         out = [ua.VariantType.Int32]
 
@@ -308,6 +370,7 @@ class PLCServer:
         while True:
             for name, value, vt in zip(names, self.plc.snapshot(), types):
                 await self.vars[name].write_value(ua.Variant(value, vt))
+            self.plc.feed_lifebit(await self.lifebit.read_value())
             await asyncio.sleep(PUBLISH_PERIOD)
 
     async def _drop(self, seconds: float) -> None:
@@ -332,8 +395,10 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default=None, help="robot config of the arm (default: config/cobot7.yaml)")
     ap.add_argument("--endpoint", default=ENDPOINT)
+    ap.add_argument("--lifebit-timeout", type=float, default=LIFEBIT_TIMEOUT,
+                    help="s without a change of Robot.Lifebit before a motion stops (0: no watch)")
     args = ap.parse_args(argv)
-    plc = CobotPLC(args.config)
+    plc = CobotPLC(args.config, lifebit_timeout=args.lifebit_timeout)
     plc.start()
     server = PLCServer(plc, args.endpoint)
     loop = asyncio.new_event_loop()
@@ -344,6 +409,9 @@ def main(argv=None) -> None:
     async def serve():
         task = loop.create_task(server.run())
         while not server.ready.is_set():
+            if task.done():  # (it could not start: an endpoint in use)
+                await task
+                raise SystemExit(f"cobot PLC emulator: the server on {args.endpoint} did not start")
             await asyncio.sleep(0.05)
         print(f"cobot PLC emulator on {args.endpoint} (namespace {NAMESPACE})", flush=True)
         await task

@@ -13,7 +13,13 @@ backend is trajectory-only (JointCommands are refused, but POSITION: one waypoin
   arm with the same point of the path. Done once the PLC is idle and the arm settled at the last point within
   ``settle_tolerance``; the arm stopped elsewhere, a refused call, or no settling within twice the trajectory's
   duration plus ``settle_timeout`` is a failure (a controller error).
-* ``cancel``: ``Abort`` on the PLC (it brakes and drops the rest); a disable or stop aborts too.
+* ``cancel``: ``Abort`` on the PLC (it brakes and drops the rest); a disable or stop aborts too; ``close`` aborts and
+  waits for the answer before it disconnects.
+* Dead-man: the loop toggles the PLC's ``lifebit`` (a Boolean variable) every ``lifebit_period`` s of its cycles
+  (``write``: a cycle that completed), and the client's thread writes each new value; the PLC is to stop the point
+  list it runs (and report an error) when the lifebit stops changing for its timeout (the reference PLC: 0.2 s). A
+  loop process that dies or hangs, and a lost link, stop toggling it. ``lifebit_period: 0``: none (a PLC without
+  that variable: nothing stops its motion when the loop dies).
 * Faults: no state for ``link_timeout`` s or a broken session → link lost; the PLC in error → controller error
   (its code and text printed); reset reconnects a lost link and calls ``AcknowledgeError``.
 * Threads: an asyncio event loop runs the OPC UA client in a thread of its own; the realtime loop only reads the
@@ -44,13 +50,14 @@ EXECUTION_MODES = ("single_point", "full_trajectory")
 NODES = {"positions": "Robot.ActualPositions", "velocities": "Robot.ActualVelocities", "state": "Robot.State",
          "error_code": "Robot.ErrorCode", "error_text": "Robot.ErrorText", "object": "Robot",
          "set_waypoint": "Robot.SetRobotWaypoint", "execute_list": "Robot.ExecuteInstructionList",
-         "acknowledge_error": "Robot.AcknowledgeError", "abort": "Robot.Abort"}
+         "acknowledge_error": "Robot.AcknowledgeError", "abort": "Robot.Abort", "lifebit": "Robot.Lifebit"}
 PROJECTION_WINDOW = 32  # path segments searched ahead of the last one the arm was on
 WAYPOINT_MOVED = 1e-4  # rad: a POSITION target that moved less is not sent again
 END_MARGIN = 0.01  # s: the arm's time stays this short of a trajectory's end until the arm is done there
 RESET_GRACE = 10.0  # s a reset may take to reconnect and have the PLC's error acknowledged (a loaded machine)
 WAYPOINT_PERIOD = 0.1  # s: POSITION targets go at most this often
 START_GRACE = 0.5  # s an idle PLC is given after it took a motion before idle means it ended (its variables lag)
+MAX_LIFEBIT_PERIOD = 0.05  # s: the longest lifebit period (the reference PLC stops after 0.2 s without a change)
 
 
 @dataclass
@@ -72,6 +79,7 @@ class CobotSettings:
     call_timeout: float = 2.0  # s a method call may take
     startup_timeout: float = 20.0  # s to reach the PLC and read its state
     reset_settle: float = 1.0  # s after a reset was answered in which the PLC's variables may still predate it
+    lifebit_period: float = 0.02  # s of the loop's cycles between toggles of the PLC's lifebit (0: no lifebit)
 
     @classmethod
     def from_config(cls, cfg, overrides: dict | None = None) -> "CobotSettings":
@@ -89,6 +97,10 @@ class CobotSettings:
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"{cfg.path}: cobot.{name} {getattr(s, name)!r}: a number > 0")
             setattr(s, name, v)
+        s.lifebit_period = float(s.lifebit_period)
+        if not (math.isfinite(s.lifebit_period) and 0.0 <= s.lifebit_period <= MAX_LIFEBIT_PERIOD):
+            raise ValueError(f"{cfg.path}: cobot.lifebit_period {s.lifebit_period!r}: 0 (none) or a period up to "
+                             f"{MAX_LIFEBIT_PERIOD:g} s (the PLC's timeout must span several)")
         return s
 
 
@@ -158,6 +170,11 @@ class CobotBackend(Backend):
         self._last_waypoint = 0.0
         self._sent_waypoint = np.full(self.n, np.nan)
         self._vmax = np.asarray(rm.cfg.limits.velocity[:self.n], float)
+        # the lifebit: toggled by the loop's thread every ``_lifebit_every`` cycles, written by the client's
+        self._lifebit_every = max(1, int(round(s.lifebit_period * s.rate))) if s.lifebit_period > 0 else 0
+        self._cycles = 0
+        self.lifebit = False
+        self.lifebit_writes = 0  # values the PLC took
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:
@@ -196,16 +213,27 @@ class CobotBackend(Backend):
         self._rx = (self.monotonic(), q, v, int(state), int(code), str(text))
 
     async def _poll(self) -> None:
+        """The PLC's state every ``1 / poll_rate`` s, and the lifebit's new value when the loop toggled it."""
+        from asyncua import ua
+
         period = 1.0 / self.settings.poll_rate
+        node = self._nodes["lifebit"] if self._lifebit_every else None
+        written = None
         try:
             while True:
                 await self._read_once()
+                bit = self.lifebit
+                if node is not None and bit != written:
+                    await node.write_value(ua.DataValue(ua.Variant(bit, ua.VariantType.Boolean)))
+                    written = bit
+                    self.lifebit_writes += 1
                 await asyncio.sleep(period)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # (a dropped session: the link is lost until a reset reconnects it)
             self._link_ok = False
-            print(f"[realtime_loop] Cobot: the PLC's state could not be read: {e!r}", file=sys.stderr, flush=True)
+            print(f"[realtime_loop] Cobot: the PLC's state could not be read or its lifebit written: {e!r}",
+                  file=sys.stderr, flush=True)
 
     async def _close(self) -> None:
         if self._poller is not None:
@@ -273,9 +301,23 @@ class CobotBackend(Backend):
             time.sleep(0.5)
 
     def close(self) -> None:
-        self.brake()
+        """Abort what the PLC runs and wait for its answer (``call_timeout``: the orderly stop, before the lifebit
+        goes quiet), then disconnect."""
+        self._enabled = False
+        self._lifebit_every = 0
+        if self._state == PROGRESS_ACTIVE:
+            self._state = PROGRESS_NONE
+        if not self._thread.is_alive():
+            return
+        timeout = self.settings.call_timeout + 1.0
+        if self._link_ok:
+            try:
+                if not self._post(self._call("abort")).result(timeout):
+                    raise RuntimeError("refused")
+            except Exception as e:  # (the PLC's lifebit timeout stops it)
+                print(f"[realtime_loop] Cobot: Abort on close: {e!r}", file=sys.stderr, flush=True)
         try:
-            self._post(self._close()).result(self.settings.call_timeout)
+            self._post(self._close()).result(timeout)
         except Exception:
             pass
         self._aio.call_soon_threadsafe(self._aio.stop)
@@ -348,7 +390,13 @@ class CobotBackend(Backend):
             print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
 
     def write(self, command) -> None:
-        """Nothing is streamed (whole trajectories and waypoints go through ``submit`` / ``waypoint``)."""
+        """Nothing is streamed (whole trajectories and waypoints go through ``submit`` / ``waypoint``); the cycle
+        completed: the lifebit is toggled when it is due."""
+        if self._lifebit_every:
+            self._cycles += 1
+            if self._cycles >= self._lifebit_every:
+                self._cycles = 0
+                self.lifebit = not self.lifebit
 
     # ---- robot state --------------------------------------------------------------------------------
     def enable(self) -> None:
