@@ -8,7 +8,7 @@ the run, so the remaining time looks for other failures. Ends with one line:
 
 ``examples`` counts every example the state machine ran (those that shrank a failure included).
 
-    python bench/fuzz_long.py [--minutes 30] [--ignore rest,goal] [--batch 50]
+    python bench/fuzz_long.py [--minutes 30] [--ignore rest,goal] [--batch 50] [--no-shrink]
 """
 from __future__ import annotations
 
@@ -42,10 +42,11 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--batch", type=int, default=50, help="examples per Hypothesis run (a fresh random seed each)")
     ap.add_argument("--ignore", default="", help="invariants left out from the start (comma-separated)")
+    ap.add_argument("--no-shrink", action="store_true", help="report failures as found (shrinking one takes minutes)")
     args = ap.parse_args()
     Counting.ignore = frozenset(x for x in args.ignore.split(",") if x)  # (the rig of each example reads it)
     end = time.monotonic() + 60.0 * args.minutes
-    base = settings.get_profile("long")
+    base = settings.get_profile("long_noshrink" if args.no_shrink else "long")
     found: list[tuple[str, str, float]] = []  # (invariant, message, minutes into the run)
     t0 = time.monotonic()
     while time.monotonic() < end:

@@ -26,7 +26,8 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   restarts when they end;
 * ``reversal``: after the last command of a VELOCITY or TRAJECTORY stream, no joint's reference runs back against
   its direction of motion by more than a jerk-limited stop ramp can (``STOP_REVERSE``), nor the measured joint by
-  more than that plus ``TRACK_SLACK``;
+  more than that plus ``TRACK_SLACK`` (joints the law tracks: under interaction control the force moves the arm and
+  the reference is kept with it);
 * ``goal``: a whole trajectory runs with a moving reference only if its execute was sent after the last override
   or stop event (stop, disable, fault, E-stop latch on/off, collision hold begin/end, cuff squeeze/release, reset).
 """
@@ -66,7 +67,7 @@ REF_WINDOW = getattr(ILIM, "reference_window", None) or FAULT_LIMIT[:CFG.n_arm]
 DT = 0.001
 COMMAND_PERIOD = 0.01  # s: a streaming client's rate (100 Hz)
 # control.stop.StopRamp: jerk = 10 × the acceleration limit. From (v ≥ 0, a = −a_max) its time-optimal stop runs
-# back by (1/3 + √2/4)·a_max³/j_max² (a to 0, then the velocity it lost regained): the documented reversal of a stop
+# back by (1/3 + √2/4)·a_max³/j_max² (a to 0, then the velocity it lost regained): a stop's documented reversal
 JERK = 10.0 * AMAX
 STOP_REVERSE = (1.0 / 3.0 + math.sqrt(2.0) / 4.0) * AMAX ** 3 / JERK ** 2 + 1e-4
 REST_SPEED = 0.01  # rad/s: at rest (the loop's own tests: "stopped there, not crawling")
@@ -370,7 +371,8 @@ class FuzzRig:
             if bad.any():
                 j = int(np.argmax(bad))
                 self._fail("interaction", t, f"joint {j}: the reference {cq[j]:.4f} under interaction control is "
-                                             f"{err[j]:.4f} rad from the arm (bound {np.broadcast_to(REF_WINDOW, NA)[j]:.3f})")
+                                             f"{err[j]:.4f} rad from the arm "
+                                             f"(bound {np.broadcast_to(REF_WINDOW, NA)[j]:.3f})")
         self._check_limits(t, q, tracked)
         # events the loop raises by itself
         hold = bool(c.collision_hold.on)
@@ -477,12 +479,14 @@ class FuzzRig:
         free = d == 0.0  # at rest at the last command: its first motion sets the direction
         moved = cq - rv["ref0"]
         d[free] = np.where(np.abs(moved[free]) > 1e-4, np.sign(moved[free]), 0.0)
-        for name, x, key, tol in (("reference", cq, "ref", STOP_REVERSE[:NA]),
-                                  ("measured", q, "meas", STOP_REVERSE[:NA] + TRACK_SLACK)):
+        # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
+        tracked = ~self.c.sp.torque_only[:NA]
+        for name, x, key, tol, which in (("reference", cq, "ref", STOP_REVERSE[:NA], tracked),
+                                         ("measured", q, "meas", STOP_REVERSE[:NA] + TRACK_SLACK, tracked)):
             ext = rv[key]
             np.copyto(ext, np.where(d > 0, np.maximum(ext, x), np.where(d < 0, np.minimum(ext, x), x)))
             back = (ext - x) * d
-            bad = back > tol
+            bad = which & (back > tol)
             if bad.any():
                 j = int(np.argmax(bad))
                 self._fail("reversal", t, f"joint {j}: the {name} ran back {back[j]:.4f} rad against its "

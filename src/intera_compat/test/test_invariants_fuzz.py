@@ -22,7 +22,8 @@ unit = st.floats(-1.0, 1.0, allow_nan=False, width=32)
 vec = st.lists(unit, min_size=NA, max_size=NA).map(np.array)
 cycles = st.integers(1, 300)  # what each operation is followed by (ms of robot time)
 BAD = ("nan", "inf", "short", "long", "unknown_joint", "head_joint", "repeated_joint")
-PUSH_LINKS = [x for x in ("right_hand", "right_l6", "right_l4", "right_l2", "right_l1") if x in LINKS and x not in FIXED]
+PUSH_LINKS = [x for x in ("right_hand", "right_l6", "right_l4", "right_l2", "right_l1")
+              if x in LINKS and x not in FIXED]
 FAULTS = ("link_lost", "protective_stop", "controller_error", "hardware_estop")
 
 
