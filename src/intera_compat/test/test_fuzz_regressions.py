@@ -188,3 +188,26 @@ def test_the_head_stops_and_takes_no_command_under_the_estop_latch():
     L.event(MSG_HEAD, 0.5, 1.0, 1)
     assert peak_speed(L, 1.0, slice(HEAD, HEAD + 1)) < 0.01
     assert abs(L.q[HEAD] - here) < 5e-3
+
+
+# ---- found by the fuzz suite on the fixed loop ----------------------------------------------------------------------
+def test_a_huge_raw_stream_acceleration_overflows_nothing_in_the_cycle():
+    """The fuzz suite's ``raw_command`` (a TRAJECTORY_MODE point posted past the validator with a 1e300 rad/s²
+    acceleration on right_j0, as test_loop_safety's defence-in-depth test does) made joint_limits' braking test
+    (v·a, then ·v) overflow to inf: a RuntimeWarning from the hot path, and inf/NaN in a decision the cycle takes.
+    Every stage must stay finite on it (the output was: the guard clamps it)."""
+    import warnings
+    L = started()
+    n = L.cycle.n
+    mask = np.zeros(n, bool)
+    mask[:7] = True
+    acc = np.zeros(n)
+    acc[0] = 1e300
+    pos = np.r_[L.arm_q, 0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for _ in range(5):
+            L.channel.post_command(TRAJECTORY_MODE, mask,
+                                   {"position": pos, "velocity": np.zeros(n), "acceleration": acc})
+            L.run(0.01)
+    assert np.isfinite(L.state.local.cmd_effort).all()
