@@ -166,16 +166,18 @@ class JointLimits(SafetyPlugin):
         rest is no more than stops there: a reference catching up with a braking source never passes its resting
         point to come back (the acceleration limit still wins: it is a target, not a limit)."""
         r, rb, brk = self._r, self._rb, self._brk
-        np.multiply(sp.v, sp.a, out=r)
+        np.sign(sp.v, out=r)  # (signs, not v·a: a raw stream's huge values must not overflow)
+        np.sign(sp.a, out=rb)
+        r *= rb
         np.less(r, 0.0, out=brk)
         if not np.count_nonzero(brk):
             return
-        # the resting point relative to the last reference: (q − prev) + v|v| / (2|a|), in the direction of v
-        np.abs(sp.v, out=r)
-        r *= sp.v
+        # the resting point relative to the last reference: (q − prev) + v |v / (2a)|, in the direction of v
         np.abs(sp.a, out=rb)
         rb *= 2.0
-        np.divide(r, rb, out=r, where=brk)
+        np.divide(sp.v, rb, out=r, where=brk)
+        np.abs(r, out=r)
+        r *= sp.v
         r += sp.q
         r -= self.prev
         np.maximum(r, 0.0, out=rb)  # moving up: at most the step that still stops there
