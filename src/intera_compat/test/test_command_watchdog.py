@@ -12,6 +12,7 @@ from intera_compat.config import load_config
 from intera_compat.hardware.command_watchdog import IDLE, REPEAT, STOP, CommandWatchdog
 from intera_compat.hardware.ros_control import RosControlBackend, RosControlSettings, in_layout, out_layout
 from intera_compat.loop.shm import SeqlockRecord
+from intera_compat.model.robot_model import RobotModel
 
 CFG = load_config()
 MOVING = [0.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
@@ -110,7 +111,7 @@ class Bridge:
         o.position[:] = CFG.full_pose("neutral")
         o.sample[0] = 1
         self.hw_in.publish_local()
-        self.backend = RosControlBackend(types.SimpleNamespace(cfg=CFG), {
+        self.backend = RosControlBackend(RobotModel(CFG), {
             "in": self.hw_in.name, "out": self.hw_out.name, "wake_fd": self.wake_r, "command_fd": self.command_w,
             "interface": interface, "traj": None})
         self.backend.connect()
@@ -156,8 +157,13 @@ def test_the_loops_last_word_to_the_bridge_is_a_stop(bridge):
     b.close()  # (the loop process ends: any way but SIGKILL)
     pokes, o = bridge.received()
     assert pokes == 1 and o.command[0] == 2 and o.send[0] == 1.0  # a new command, poked: the bridge sends it
-    # the field the bridge sends is a stop: zero velocity, zero effort, the position it holds already
-    assert not o.velocity.any() and not o.effort.any()
+    # the field the bridge sends is a stop: zero velocity, gravity compensation at the arm's pose (the last joint
+    # states': zero effort would let an effort arm fall), the position it holds already
+    assert not o.velocity.any()
+    if b.settings.interface == "effort":
+        assert np.allclose(o.effort, RobotModel(CFG).gravity(CFG.full_pose("neutral"))) and o.effort.any()
+    else:
+        assert not o.effort.any()
     assert np.array_equal(o.position, q)
 
 
@@ -180,10 +186,22 @@ def test_a_position_arm_never_commanded_is_sent_nothing_at_the_end(bridge):
 
 
 @pytest.mark.parametrize("bridge", ["velocity", "effort"], indirect=True)
-def test_a_velocity_or_effort_arm_never_commanded_still_gets_zeros(bridge):
+def test_a_velocity_or_effort_arm_never_commanded_still_gets_its_stop(bridge):
     bridge.backend.close()
     pokes, o = bridge.received()
-    assert pokes == 1 and o.command[0] == 1 and not o.velocity.any() and not o.effort.any()
+    assert pokes == 1 and o.command[0] == 1 and not o.velocity.any()
+    g = RobotModel(CFG).gravity(CFG.full_pose("neutral")) if bridge.backend.settings.interface == "effort" else 0.0
+    assert np.allclose(o.effort, g)
+
+
+@pytest.mark.parametrize("bridge", ["effort"], indirect=True)
+def test_an_effort_arms_last_word_without_a_finite_pose_is_zeros(bridge):
+    o = bridge.hw_in.local
+    o.position[2] = np.nan
+    bridge.hw_in.publish_local()
+    bridge.backend.close()
+    pokes, out = bridge.received()
+    assert pokes == 1 and not out.effort.any()
 
 
 # ---- the node, on simulated time -------------------------------------------------------------------------------

@@ -20,17 +20,19 @@ stopped the loop sends nothing (``brake``): a position controller holds its last
 controller gets one zero command first; an effort controller is streamed throughout (the loop's brakes are
 torques). The controller (and so the capability) is chosen in config: ``ros_control.interface``.
 
-A ``JointGroup{Velocity,Effort}Controller`` keeps its last command for ever, so the stream has dead-men, each of
-which sends zeros (a position controller holds its last position by itself):
+A ``JointGroup{Velocity,Effort}Controller`` keeps its last command for ever, so the stream has dead-men (a position
+controller holds its last position by itself). On a velocity arm each sends zeros. On an effort arm zero would let
+the arm fall under gravity (a Gazebo arm has no brakes): each holds it instead (``hardware/effort_hold.py``: gravity
+compensation plus a damped spring at the pose where the commands stopped, computed from the arm's joint states at
+their rate; zero effort only when those are stale, missing or not finite, said in a log), and leaves gravity
+compensation at the arm's rest pose as its last word when it goes:
 
-* the loop's last word (``close``: any end of the loop process but SIGKILL) is a stop: zero velocity, zero effort,
-  or the last position again. Zero effort is a choice: while the loop runs an effort arm's brakes are the loop's own
-  holding torques, but once it ends nothing computes gravity any more, and zero is what the bridge can say
-  (the arm sags onto its own brakes, or in a simulation falls as an unpowered arm does);
-* the bridge (``ros/ros_control_bridge.py``) sends zeros when the loop's end of the pipe closes (the process died,
+* the loop's last word (``close``: any end of the loop process but SIGKILL) is a stop: zero velocity, gravity
+  compensation at the last joint states' pose (effort), or the last position again;
+* the bridge (``ros/ros_control_bridge.py``) stops the arm when the loop's end of the pipe closes (the process died,
   even by SIGKILL), when the loop falls silent for ``silence`` after a moving command (hung), and when the node
-  shuts down;
-* ``command_watchdog`` (``hardware/command_watchdog.py``), a node of its own, sends zeros when the controller's
+  shuts down (an effort arm: held until at rest, ``hold_on_exit`` at most, then gravity compensation);
+* ``command_watchdog`` (``hardware/command_watchdog.py``), a node of its own, does the same when the controller's
   command topic falls silent for ``silence`` after a moving command (the realtime_loop node itself died).
 """
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ..loop.shm import Layout, SeqlockRecord
 from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
 from .base import (PROGRESS_FAILED, PROGRESS_NONE, Backend, Capability,
                    HardwareCommand, HardwareState)
+from .effort_hold import EffortHold, hold_omega
 
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "effort": Capability.TORQUE,
               "trajectory": Capability.TRAJECTORY_ONLY}
@@ -73,6 +76,11 @@ class RosControlSettings:
     startup_timeout: float = 30.0  # s the loop waits for the first joint states
     # s without a command after a moving one (velocity, effort), beyond 3 periods: the loop is gone, zeros are sent
     stop_timeout: float = 0.1
+    # an effort arm's dead-man hold (effort_hold.py): natural frequency [Hz] and damping ratio of its spring, and how
+    # long [s of the arm's stamps] a holder that shuts down keeps holding for the arm to come to rest
+    hold_frequency: float = 2.0
+    hold_damping: float = 1.0
+    hold_on_exit: float = 2.0
 
     @classmethod
     def from_config(cls, cfg, interface: str = "", rate: float = 0.0) -> "RosControlSettings":
@@ -96,6 +104,12 @@ class RosControlSettings:
             raise ValueError(f"{cfg.path}: ros_control.link_timeout_periods must be >= 1")
         if not (np.isfinite(s.stop_timeout) and s.stop_timeout > 0.0):
             raise ValueError(f"{cfg.path}: ros_control.stop_timeout {s.stop_timeout} s: give a positive number")
+        for key, unit in (("hold_frequency", "Hz"), ("hold_damping", "")):
+            x = getattr(s, key)
+            if not (isinstance(x, (int, float)) and np.isfinite(x) and x > 0.0):
+                raise ValueError(f"{cfg.path}: ros_control.{key} {x!r} {unit}: give a positive number")
+        if not (isinstance(s.hold_on_exit, (int, float)) and np.isfinite(s.hold_on_exit) and s.hold_on_exit >= 0.0):
+            raise ValueError(f"{cfg.path}: ros_control.hold_on_exit {s.hold_on_exit!r} s: give 0 or more seconds")
         s.joints = list(s.joints) or list(cfg.all_joints)
         if len(s.joints) != len(cfg.all_joints):
             raise ValueError(f"{cfg.path}: ros_control.joints has {len(s.joints)} names for the config's "
@@ -117,6 +131,23 @@ class RosControlSettings:
         than 3 periods (the loop writes at least every 1.5 periods while it runs, samples or not)."""
         return max(self.stop_timeout, 3.0 / self.rate)
 
+    @property
+    def stale_after(self) -> float:
+        """s after which a joint-state sample is too old to hold an effort arm from (its hold then falls back to zero
+        effort): the link timeout, but no less than ``silence`` (a hiccup of the arm's joint states must not drop
+        the arm)."""
+        return max(self.link_timeout_periods / self.rate, self.silence)
+
+    def effort_hold(self, rm) -> EffortHold:
+        """The effort arm's dead-man hold on ``rm`` (a RobotModel of its own: the hold runs in its caller's thread)."""
+        return EffortHold(rm, rm.cfg.limits.effort, self.hold_frequency, self.hold_damping, self.rate,
+                          self.stale_after, self.hold_on_exit)
+
+    @property
+    def hold_capped(self) -> bool:
+        """``hold_frequency`` is more than the joint-state rate allows (the hold uses less: ``hold_omega``)."""
+        return hold_omega(self.hold_frequency, self.hold_damping, self.rate) < 2 * np.pi * self.hold_frequency - 1e-12
+
     def capabilities(self) -> frozenset:
         caps = {INTERFACES[self.interface]}
         if self.measured_effort:
@@ -124,6 +155,24 @@ class RosControlSettings:
         if self.speed_scaling:
             caps.add(Capability.SPEED_SCALING)
         return frozenset(caps)
+
+
+class JointStateMap:
+    """The arm's ``/joint_states`` names → our joints (config order), one map per distinct name list."""
+
+    def __init__(self, joints):
+        self.joints = list(joints)
+        self._maps: dict = {}
+
+    def __call__(self, names) -> tuple:
+        """(indices into the message per joint of ours (-1: missing), which of ours are missing)."""
+        key = tuple(names)
+        m = self._maps.get(key)
+        if m is None:
+            where = {name: k for k, name in enumerate(names)}
+            idx = np.array([where.get(j, -1) for j in self.joints])
+            m = self._maps[key] = (idx, np.flatnonzero(idx < 0))
+        return m
 
 
 def in_layout(n: int) -> Layout:
@@ -149,6 +198,7 @@ class RosControlBackend(Backend):
 
     def __init__(self, rm, link: dict):
         super().__init__(rm.cfg.all_joints)
+        self.rm = rm
         self.settings = s = RosControlSettings.from_config(rm.cfg, link.get("interface", ""), link.get("rate", 0.0))
         self.capabilities = s.capabilities()
         self.period = 1.0 / s.rate
@@ -312,9 +362,10 @@ class RosControlBackend(Backend):
                 rec.close()
 
     def last_word(self) -> None:
-        """Send a stop now, with no ``write`` to follow: zero velocity, zero effort (nothing holds an effort arm
-        against gravity once the loop ends: see the module's doc), or the last position again (its controller
-        holds it; a position arm never sent one is left alone: there is no position to repeat)."""
+        """Send a stop now, with no ``write`` to follow: zero velocity; on an effort arm gravity compensation at the
+        last joint states' pose (zero effort would let the arm fall: the bridge then holds it, see the module's
+        doc; zeros if that pose gives no finite torque); or the last position again (its controller holds it; a
+        position arm never sent one is left alone: there is no position to repeat)."""
         if self.forwarding or (not self._commands and not self.settings.zeroed):
             return
         o = self.hw_out.local
@@ -323,5 +374,12 @@ class RosControlBackend(Backend):
         o.send[0] = 1.0
         o.velocity[:] = 0.0
         o.effort[:] = 0.0
+        if self.settings.interface == "effort":
+            self.hw_in.read()
+            q = self.hw_in.local.position
+            if self.hw_in.local.sample[0] > 0 and np.isfinite(q).all():
+                tau = np.clip(self.rm.gravity(q), -self.rm.cfg.limits.effort, self.rm.cfg.limits.effort)
+                if np.isfinite(tau).all():
+                    o.effort[:] = tau
         self.hw_out.publish_local()
         self._poke_bridge()
