@@ -2,7 +2,8 @@
 commands it cannot carry are refused once with the reason, a lost link stops the robot, and nothing moves on
 reconnect until reset + enable; a trajectory-only arm (interface:=trajectory) gets whole trajectories on its
 FollowJointTrajectory controller, and that controller vanishing stops the robot with an error; a velocity-controlled
-arm moves, and is stopped by its dead-men (the loop's last word, the bridge, command_watchdog) however the loop ends."""
+arm moves, and is stopped by its dead-men (the loop's last word, the bridge, command_watchdog) however the loop ends;
+an effort-controlled arm is held where it was by them (gravity + a damped spring), never dropped."""
 import collections
 import os
 import signal
@@ -255,8 +256,8 @@ class Commands:
 class ArmStates:
     """The arm's own /joint_states (the fake's, not the loop's), kept for a few seconds of their stamps."""
 
-    def __init__(self):
-        self.q = collections.deque(maxlen=500)
+    def __init__(self, keep=500):
+        self.q = collections.deque(maxlen=keep)
         self.sub = rospy.Subscriber("/joint_states", JointState, self._cb, queue_size=100)
 
     def _cb(self, m):
@@ -383,3 +384,138 @@ def test_ctrl_c_on_the_launch_ends_the_stream_with_zeros(moving_arm):
     os.killpg(rc.pid, signal.SIGINT)  # (what Ctrl-C in its terminal does)
     assert_stopped_by("/realtime_loop", commands, states, since, rc)
     stream.stop()
+
+
+# ---- an effort-controlled arm: its dead-men hold it (a Gazebo effort arm has no brakes: zero effort drops it) -------
+
+EFFORT_TOPIC = "/joint_group_effort_controller/command"
+REST_TOL = 1e-3  # rad: "at rest" — every joint within this over the span, slower than 0.01 rad/s
+HELD_TOL = 0.02  # rad: how far from where it was when the loop died the arm may come to rest
+
+
+@pytest.fixture
+def moving_effort_arm(launch):
+    """An effort-controlled fake arm on its own (a Gazebo arm outlives the launch), ros_control.launch streaming
+    torques to it, the arm moving at 0.3 rad/s on right_j0. Yields (the launch process, Commands, ArmStates,
+    Stream)."""
+    arm = launch("rosrun", "intera_compat", "fake_ros_control", "_interface:=effort", "_rate:=50",
+                 log_name="arm.log")
+    states = ArmStates(keep=3000)  # (60 s of stamps at 50 Hz: from the kill to well after the launch is gone)
+    assert wait_for(lambda: len(states.q) > 0, 60), f"no joint states from the arm: {log_tail(arm.log_path)}"
+    rc = launch("roslaunch", "intera_compat", "ros_control.launch", "interface:=effort", "rate:=50", "no_rt:=true",
+                "jtas:=false", log_name="rc.log")
+    robot = Latest("/robot/state", RobotAssemblyState)
+    assert wait_for(lambda: robot.msg is not None and robot.msg.enabled, 60), log_tail(rc.log_path)
+    robot.close()
+    commands = StampedCommands(states)
+    stream = Stream()
+    assert wait_for(lambda: states.velocity()[0] > 0.25, 30), f"the arm did not move: {log_tail(rc.log_path)}"
+    yield rc, commands, states, stream
+    stream.stop()
+    commands.close()
+    states.close()
+
+
+class StampedCommands(Commands):
+    """Commands on the effort topic, each with the arm's latest joint-state stamp when it came."""
+
+    def __init__(self, states, topic=EFFORT_TOPIC):
+        self.states = states
+        super().__init__(topic)
+
+    def _cb(self, m):
+        with self.lock:
+            self.got.append((m._connection_header.get("callerid"), tuple(m.data),
+                             self.states.q[-1][0] if self.states.q else 0.0))
+
+    def nonzero_from(self, node, after) -> int:
+        """Commands from ``node`` not all zeros that came after the arm's stamp ``after``."""
+        with self.lock:
+            return sum(1 for who, data, t in self.got if who == node and t > after and any(data))
+
+
+def held_where_it_was(rc, commands, states, holder, t_kill, q_kill, driven_until_end=False):
+    """After the kill at the arm's stamp ``t_kill`` (pose ``q_kill``) our launch goes down entirely; the arm comes to
+    rest within HELD_TOL of ``q_kill`` and stays there for 2 s of its stamps after the last of our processes has
+    gone (the controller keeps the last word: gravity at that pose, never zero effort); the hold torques came from
+    ``holder``. ``driven_until_end``: the loop went on driving the arm after the signal until it ended (an orderly
+    end): the pose to come back to is where it last ran at the commanded speed instead. Returns (rest time after
+    the kill and distance from that pose, both by the arm's stamps)."""
+    assert wait_for(lambda: rc.poll() is not None, 90), f"the launch did not end:\n{log_tail(rc.log_path)}"
+    t_gone = states.q[-1][0]  # (the arm's time when the launch was seen gone)
+    assert wait_for(lambda: states.q[-1][0] - t_gone >= 2.0, 30), "the arm's joint states stopped"
+    samples = [x for x in list(states.q) if x[0] >= t_kill]
+    if driven_until_end:
+        t_kill, q_kill = [(t, q) for t, q, v in samples if abs(v[0]) >= 0.25][-1]
+    after = [x for x in samples if x[0] >= t_gone]
+    q_after = np.array([x[1] for x in after])
+    q_rest = q_after[-1]
+    away = np.abs(q_rest - q_kill).max()
+    assert away < HELD_TOL, f"the arm came to rest {away:.3f} rad from where it was (joints " \
+                            f"{np.round(q_rest - q_kill, 3).tolist()}); log:\n{log_tail(rc.log_path)}"
+    assert np.ptp(q_after, axis=0).max() < REST_TOL and max(np.abs(x[2]).max() for x in after) < 0.01, \
+        f"the arm moved after our processes had gone: {np.ptp(q_after, axis=0).round(4)}"
+    # who held it: torques, not zeros, from the holder once the loop was gone (5 periods after the kill), and a
+    # last word that is not zero effort
+    assert commands.nonzero_from(holder, t_kill + 0.1) > 0, \
+        f"no hold torques from {holder}; from: {sorted(set(w for w, _, t in commands.got if t > t_kill))}"
+    with commands.lock:
+        last = commands.got[-1]
+    assert any(last[1]), f"the last word on {EFFORT_TOPIC} is zero effort (from {last[0]})"
+    moving = [x[0] for x in samples if np.abs(x[1] - q_rest).max() >= REST_TOL or np.abs(x[2]).max() >= 0.01]
+    t_rest = (moving[-1] if moving else t_kill) - t_kill
+    print(f"\n{holder}: at rest {t_rest:.3f} s after the {'end of the drive' if driven_until_end else 'kill'} "
+          f"(the arm's stamps), {away * 1000:.1f} mrad from where it was (the largest joint), still for "
+          f"{after[-1][0] - t_gone:.1f} s after the launch ended")
+    return t_rest, away
+
+
+def test_the_loop_process_killed_the_bridge_holds_the_effort_arm_where_it_was(moving_effort_arm):
+    rc, commands, states, stream = moving_effort_arm
+    t_kill, q_kill = states.q[-1][0], states.q[-1][1]
+    os.kill(loop_process_pid(rc), signal.SIGKILL)  # (no last word: only the bridge sees it go)
+    stream.stop()
+    held_where_it_was(rc, commands, states, "/realtime_loop", t_kill, q_kill)
+
+
+def test_the_realtime_loop_node_killed_the_watchdog_holds_the_effort_arm_where_it_was(moving_effort_arm):
+    rc, commands, states, stream = moving_effort_arm
+    assert wait_for(lambda: sends_to("/realtime_loop", "/command_watchdog", EFFORT_TOPIC), 30), \
+        log_tail(rc.log_path)
+    assert wait_for(lambda: sends_to("/command_watchdog", "/fake_ros_control", EFFORT_TOPIC), 30), \
+        "the watchdog has no connection to the arm's controller"
+    t_kill, q_kill = states.q[-1][0], states.q[-1][1]
+    os.kill(node_pid("/realtime_loop"), signal.SIGKILL)  # (its bridge dies with it; the launch goes down after)
+    stream.stop()
+    held_where_it_was(rc, commands, states, "/command_watchdog", t_kill, q_kill)
+
+
+def test_ctrl_c_on_the_launch_leaves_the_effort_arm_held_where_it_was(moving_effort_arm):
+    rc, commands, states, stream = moving_effort_arm
+    t_kill, q_kill = states.q[-1][0], states.q[-1][1]
+    os.killpg(rc.pid, signal.SIGINT)  # (what Ctrl-C in its terminal does)
+    stream.stop()
+    held_where_it_was(rc, commands, states, "/realtime_loop", t_kill, q_kill, driven_until_end=True)
+
+
+def test_a_hung_loop_process_the_bridge_holds_the_effort_arm_where_it_was(moving_effort_arm):
+    """The loop process stops (SIGSTOP: alive, silent): after the silence the bridge holds the arm; the launch stays
+    up."""
+    rc, commands, states, stream = moving_effort_arm
+    pid = loop_process_pid(rc)
+    t_kill, q_kill = states.q[-1][0], states.q[-1][1]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        stream.stop()
+        assert wait_for(lambda: states.q[-1][0] - t_kill >= 3.0, 30), "the arm's joint states stopped"
+        recent = [x for x in list(states.q) if x[0] >= states.q[-1][0] - 1.0]
+        q_recent = np.array([x[1] for x in recent])
+        assert np.ptp(q_recent, axis=0).max() < REST_TOL and max(np.abs(x[2]).max() for x in recent) < 0.01, \
+            f"the arm is not at rest 2 s after the loop hung: {np.ptp(q_recent, axis=0).round(4)}"
+        away = np.abs(q_recent[-1] - q_kill).max()
+        assert away < HELD_TOL, f"the arm came to rest {away:.3f} rad from where it was; log:\n{log_tail(rc.log_path)}"
+        assert commands.nonzero_from("/realtime_loop", t_kill + 0.2) > 0  # (the loop is silent: the bridge holds)
+        assert rc.poll() is None
+        print(f"\nhung loop: {away * 1000:.1f} mrad from where it was, at rest by the arm's stamps")
+    finally:
+        os.kill(pid, signal.SIGCONT)

@@ -1,11 +1,12 @@
 """A dead-man for a ros_control group controller that keeps its last command for ever (a
 ``JointGroupVelocityController`` or ``JointGroupEffortController`` has no timeout of its own).
 
-It watches the commands going to the controller and says when to send it zeros: once the stream has been silent
-for ``timeout`` after a *moving* command (one not all zeros), and again every ``repeat`` s while the silence
-lasts (a zero lost or overtaken by a late command is made good; ``repeat`` 0: once). A stream whose last word
-was zeros has stopped the arm itself: nothing is sent. When the watchdog itself ends, a stream it saw moving the
-arm is zeroed at once (``leaving``): nothing watches the arm after it.
+It watches the commands going to the controller and says when to stop the arm — zeros; an effort arm, which would
+fall on zeros, the node holds instead (``effort_hold.py``) —: once the stream has been silent for ``timeout`` after a
+*moving* command (one not all zeros), and again every ``repeat`` s while the silence lasts (a zero lost or overtaken
+by a late command is made good; ``repeat`` 0: once). A stream whose last word was zeros has stopped the arm itself:
+nothing is sent. When the watchdog itself ends, a stream it saw moving the arm is zeroed at once (``leaving``):
+nothing watches the arm after it (an effort arm: ``effort_hold.exit_verdict`` instead).
 
 Plain Python, no ROS: times are seconds of whatever clock the caller reads (ROS time in the node, simulated
 time under ``/use_sim_time``); a clock that goes back (a simulation reset) starts the silence again.

@@ -11,7 +11,9 @@ test fixture of the ros_control backend, and a way to try ``ros_control.launch``
   PD with gravity compensation and a velocity feed-forward from its last two commands (as a real arm's servo
   interpolates its stream; a bare PD would brake every move with its D term), the velocity controller a PD on
   the integrated velocity (that reference kept within ``WINDUP`` of the arm: a blocked arm does not wind it up),
-  the effort controller passes torques through.
+  the effort controller passes torques through. An effort arm's physics waits for its first command (the arm stays
+  in its initial pose until then, as a Gazebo world started ``paused`` and unpaused once its controllers run: an
+  effort controller starts at zero, and the arm would otherwise fall before the loop has started).
 
 * ``interface: trajectory``: instead, a joint trajectory controller's ``FollowJointTrajectory`` action (cubic
   Hermite through the points' positions and velocities, from receipt; a cancel holds where the arm is).
@@ -68,6 +70,7 @@ class FakeRosControl:
         self._t_given = 0.0  # ... and when the last came (monotonic s); the feed-forward ends a period after it
         self._vmax = cfg.limits.velocity.copy()
         self.paused = False
+        self.frozen = self.interface == "effort"  # (physics paused until the first command)
         self.dropped = ""
         self.refused = 0
         self.js = JointState(name=list(self.names))
@@ -108,6 +111,7 @@ class FakeRosControl:
                     self._given_v[:] = 0.0
                 self._t_given = now
             self._given[:] = d
+            self.frozen = False
 
     def _on_pause(self, req):
         self.paused = bool(req.data)
@@ -149,7 +153,7 @@ class FakeRosControl:
                 np.clip(cmd.position, st.position - WINDUP, st.position + WINDUP, out=cmd.position)  # arm: no windup)
                 cmd.velocity[:] = given
                 self.plant.write(cmd)
-            else:
+            elif not self.frozen:
                 cmd.mode = CommandMode.TORQUE
                 cmd.effort[:] = given
                 SimBackend.write(self.plant, cmd)

@@ -6,10 +6,14 @@ trajectory``) nothing is streamed: each trajectory the loop submits goes whole t
 action, cancels cancel it, and its state comes back to the loop (``traj_state``); no server, a goal the arm
 rejects or aborts, or a server gone silent (no status for ``STATUS_TIMEOUT``) is a failure: the loop faults.
 
-A velocity or effort controller keeps its last command for ever: the bridge sends it zeros when the loop ends —
+A velocity or effort controller keeps its last command for ever: the bridge stops the arm when the loop ends —
 its end of the command pipe closes (the loop process exited, or was killed: the bridge holds no copy of that
 end once the loop runs), it falls silent for ``silence`` after a moving command (hung), or the node shuts down
-(``close``: after the loop's own last word). A position controller holds its last position: nothing is sent.
+(``close``: after the loop's own last word). A velocity arm gets zeros. An effort arm would fall on zeros: it is
+held (``hold_stream.py``: gravity compensation and a damped spring at the pose where the commands stopped, one
+torque per joint-state sample, zero effort only when the samples are stale or missing) until the loop's commands
+come back or the node shuts down; then, once the arm rests, gravity compensation at its pose is the last word.
+A position controller holds its last position: nothing is sent.
 
 Callbacks only copy: the joint-name → index map is built once per distinct name list.
 """
@@ -25,9 +29,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 
 from ..hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE
-from ..hardware.ros_control import RosControlSettings, in_layout, out_layout, traj_layout
+from ..hardware.ros_control import JointStateMap, RosControlSettings, in_layout, out_layout, traj_layout
 from ..loop.shm import SeqlockRecord
+from ..model.robot_model import RobotModel
 from ..safety.faults import FAULT_CONTROLLER_ERROR
+from .hold_stream import HoldStream
 
 STATUS_TIMEOUT = 1.0  # s without a status message from the arm's trajectory action while a goal runs: it is gone
 # (actionlib servers publish their status at 5 Hz by default; a server set below 1 Hz needs this raised)
@@ -50,7 +56,7 @@ class RosControlBridge:
         os.set_blocking(self.wake_w, False)
         self._lock = threading.Lock()  # joint states and speed scaling write the same record (and close ends them)
         self._closed = False
-        self._maps: dict = {}  # tuple(msg.name) -> (their indices in config order, which of ours are missing)
+        self._map = JointStateMap(self.joints)  # msg.name -> (their indices in config order, which of ours are missing)
         self._missing_logged = False
         self.samples = 0
         self.sent = 0
@@ -65,6 +71,9 @@ class RosControlBridge:
         self.pub = None if s.command_topic is None else \
             rospy.Publisher(s.command_topic, Float64MultiArray, queue_size=1, tcp_nodelay=True)
         self.forwarder = TrajectoryForwarder(self, cfg.n_arm) if s.interface == "trajectory" else None
+        # an effort arm's dead-man: a hold from its joint states (its own model: the node's serves another thread)
+        self.hold = HoldStream(s.effort_hold(RobotModel(cfg)), self.pub, "ros_control", s.command_topic,
+                               s.stale_after / 2.0) if s.interface == "effort" else None
         rospy.Subscriber(s.joint_states, JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
         if s.speed_scaling:
             rospy.Subscriber(s.speed_scaling, Float64, self._on_scaling, queue_size=1, tcp_nodelay=True)
@@ -92,15 +101,6 @@ class RosControlBridge:
         self._sender.start()
 
     # ---- arm → loop -------------------------------------------------------------------------------
-    def _map(self, names) -> tuple:
-        key = tuple(names)
-        m = self._maps.get(key)
-        if m is None:
-            where = {name: k for k, name in enumerate(names)}
-            idx = np.array([where.get(j, -1) for j in self.joints])
-            m = self._maps[key] = (idx, np.flatnonzero(idx < 0))
-        return m
-
     def _on_joint_states(self, msg: JointState) -> None:
         idx, missing = self._map(msg.name)
         if len(missing) == len(idx):
@@ -130,6 +130,8 @@ class RosControlBridge:
                 os.write(self.wake_w, b"\x01")
             except BlockingIOError:
                 pass  # the loop is behind: it reads the newest sample anyway
+            if self.hold is not None and not o.fault[0]:
+                self.hold.observe(msg.header.stamp.to_sec(), o.position, o.velocity if len(msg.velocity) else None)
 
     def _on_scaling(self, msg: Float64) -> None:
         v = msg.data
@@ -164,6 +166,8 @@ class RosControlBridge:
                 continue
             last = out.local.command[0]
             self.msg.data = arr.tolist()
+            if self.hold is not None:
+                self.hold.mark()  # (where the arm is now: the pose to hold if this is the loop's last command)
             self.pub.publish(self.msg)
             self._moving = zeroed and any(self.msg.data)
             self.sent += 1
@@ -172,8 +176,13 @@ class RosControlBridge:
         self._stopped = True
 
     def _stop_arm(self, why: str, warn: bool = True) -> None:
-        """Zeros to a velocity / effort controller (it would keep its last command for ever)."""
+        """Zeros to a velocity controller, a hold to an effort one (either would keep its last command for ever)."""
         if not self.s.zeroed:
+            return
+        if self.hold is not None:
+            self.hold.start(why)
+            self._moving = False
+            self.zeros_sent += 1
             return
         self.pub.publish(self.zeros)
         self._moving = False
@@ -188,6 +197,8 @@ class RosControlBridge:
             self._sender.join(CLOSE_WAIT)
         if not self._stopped and self.forwarder is None and self.pub is not None:
             self._stop_arm("the realtime loop node shuts down")
+        if self.hold is not None:  # (the joint states still come in: the hold goes on until the arm rests)
+            self.hold.leave("the realtime loop node shuts down")
         with self._lock:  # (the callbacks see it closed, never a closed record)
             self._closed = True
             for fd in (self.wake_r, self.wake_w, self.command_r, self.command_w):
