@@ -75,6 +75,8 @@ def _percentile(hist: np.ndarray, p: float) -> float:
 
 
 class RealtimeLoopNode:
+    _closed = False  # shutdown closed the channel: callbacks that come after are quiet no-ops
+
     def __init__(self):
         self.cfg = cfg = load_config(rospy.get_param("~config", None) or None)
         self.rm = RobotModel(cfg)
@@ -242,9 +244,16 @@ class RealtimeLoopNode:
         the loop drains it every cycle) is retried for ``patience`` seconds — a stop-class event (stop, reset,
         enable, E-stops: ``Channel.STOP_CLASS``) waits in the channel's backlog instead, and is refused only if
         that is full too. False (logged): the loop never got it."""
+        if self._closed:
+            return False  # (the node shuts down: rospy may still deliver a message or two)
         payload = value if isinstance(value, np.ndarray) else (value,)
-        if self.channel.post(kind, payload, patience=patience):
-            return True
+        try:
+            if self.channel.post(kind, payload, patience=patience):
+                return True
+        except Exception:  # (closed between the check and the post: shutdown closes it under the channel's lock)
+            if self._closed:
+                return False
+            raise
         rospy.logerr_throttle(1.0, f"realtime loop command ring full: event {kind} dropped (is the loop running?)")
         return False
 
@@ -311,6 +320,16 @@ class RealtimeLoopNode:
         rospy.loginfo("safety bypass off")
         return SetBoolResponse(True, "safety bypass off")
 
+    def _control(self, **values) -> None:
+        """Set the loop's control record (nothing once shutdown closed it)."""
+        if self._closed:
+            return
+        try:
+            self.channel.set_control(**values)
+        except Exception:
+            if not self._closed:
+                raise
+
     def _on_timeout(self, msg: Float64) -> None:
         t = msg.data
         if not np.isfinite(t):
@@ -318,31 +337,33 @@ class RealtimeLoopNode:
             return
         if t < 0.0 or t > 1.0:
             rospy.logwarn_throttle(1.0, f"joint_command_timeout {t} s outside [0, 1] s; clamped")
-        self.channel.set_control(command_timeout=min(max(t, 0.0), 1.0))
+        self._control(command_timeout=min(max(t, 0.0), 1.0))
 
     def _on_speed_ratio(self, msg: Float64) -> None:
         r = msg.data
         if not np.isfinite(r):
             rospy.logerr_throttle(1.0, f"set_speed_ratio rejected: data is {r}; keeping the previous ratio")
             return
-        self.channel.set_control(speed_ratio=min(max(r, 0.0), 1.0))
+        self._control(speed_ratio=min(max(r, 0.0), 1.0))
 
     def _on_speed_override(self, msg: Float64) -> None:
         f = msg.data
         if not (np.isfinite(f) and 0.0 <= f <= 1.0):
             rospy.logerr_throttle(1.0, f"speed_override rejected: data is {f}, give 0..1; keeping the previous factor")
             return
-        self.channel.set_control(speed_override=f)
+        self._control(speed_override=f)
 
     def _on_rate(self, msg: UInt16) -> None:
         if msg.data == 0:
             rospy.logerr_throttle(1.0, "joint_state_publish_rate rejected: data is 0 Hz")
             return
         hz = min(float(msg.data), self.loop_hz)
-        self.channel.set_control(joint_state_hz=hz)
+        self._control(joint_state_hz=hz)
         rospy.loginfo(f"/robot/joint_states now at {hz:.0f} Hz")
 
     def _on_command(self, msg: JointCommand) -> None:
+        if self._closed:
+            return  # (the node shuts down: rospy may still deliver a command or two)
         with self._count_lock:  # one callback thread per publisher connection
             self.commands_received += 1
         stamp = msg.header.stamp.to_sec() or rospy.get_time()  # (TRAJECTORY_MODE velocities from positions)
@@ -359,7 +380,13 @@ class RealtimeLoopNode:
             return
         if v.warnings:
             rospy.logwarn_throttle_identical(1.0, "JointCommand: " + "; ".join(v.warnings))
-        if not self.channel.post_command(v.mode, v.mask, v.arrays):
+        try:
+            posted = self.channel.post_command(v.mode, v.mask, v.arrays)
+        except Exception:  # (closed between the check and the post)
+            if self._closed:
+                return
+            raise
+        if not posted:
             rospy.logerr_throttle(1.0, "realtime loop command ring full: JointCommand dropped")
 
     # ---------------------------------------------------------------- publishers
@@ -368,7 +395,7 @@ class RealtimeLoopNode:
 
     def _publish_loop(self):
         buf = bytearray(256)
-        while not rospy.is_shutdown():
+        while not rospy.is_shutdown() and not self._closed:
             try:
                 k = os.readv(self.read_fd, [buf])
             except OSError:
@@ -408,7 +435,8 @@ class RealtimeLoopNode:
                 if self.unpaced and flags & TICK_STATE_100HZ:
                     self.channel.set_control(published_time=float(st.time[0]))
             except Exception as e:  # (a robot whose state is no longer published must not run on unseen)
-                if not rospy.is_shutdown():  # (publishing into a node going down raises: that is no failure)
+                # (publishing into a node going down, or reading the channel it closed, raises: that is no failure)
+                if not rospy.is_shutdown() and not self._closed:
                     rospy.logfatal(f"realtime_loop: publishing the robot's state failed ({e!r}); shutting down")
                     rospy.signal_shutdown("state publisher failed")
                 return
@@ -630,7 +658,9 @@ class RealtimeLoopNode:
             self.proc.wait(3)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-        self.channel.close()
+        with self.channel.lock:  # (no post is halfway through: every one holds this lock while it writes the ring)
+            self._closed = True
+            self.channel.close()
         if self.bridge is not None:
             self.bridge.close()
 
