@@ -233,6 +233,42 @@ class LoopInvariants(RuleBasedStateMachine):
         self.rig.fault(kind, duration)
         self._then(n)
 
+    @rule(kind=st.sampled_from(["estop", "cuff", "stop", "disable", "fault"]),
+          during=st.sampled_from(["nothing", "trajectory", "position", "interaction", "head"]), x=vec,
+          held=st.integers(50, 500), ms=st.sampled_from([300, 1000, 2000]))
+    def override_episode(self, kind, during, x, held, ms):
+        """An override or stop, something asked for while it holds, its end (reset and enable after a stop), then
+        time: the sequence items 1, 4 and 5 of issue 32 are about, as one rule so that short examples reach it."""
+        r = self.rig
+        x = np.where(x < 0.0, -1.0, 1.0) * (0.5 + 0.5 * np.abs(x))  # (never zero: something to move for)
+        if during == "interaction":  # (on before the stop: it must end with it)
+            r.interaction(True, (1, 1, 2, 1, 1, 1), (1300.0, 1300.0, 1300.0, 30.0, 30.0, 30.0),
+                          (0.0, 0.0, 20.0 * x[0], 0.0, 0.0, 0.0))
+            r.step(100)
+        elif during == "head":
+            r.head(-2.5 * abs(x[0]) - 0.3, 1.0)
+            r.step(100)
+        on = {"estop": lambda: r.estop(True), "cuff": lambda: r.cuff(True), "stop": r.stop,
+              "disable": lambda: r.enable(False), "fault": lambda: r.fault("protective_stop", 0.05)}
+        on[kind]()
+        r.step(held // 2)
+        if during == "trajectory":
+            q0 = r.s.cmd_position[:NA].copy()
+            r.execute([1.0], [list(np.clip(q0 + 0.3 * x, LO[:NA], HI[:NA]))])
+        elif during == "position":
+            r.command(POSITION_MODE, ARM, position=r.s.cmd_position[:NA] + 0.3 * x)
+        elif during == "head":
+            r.head(0.5, 1.0)
+        r.step(held - held // 2)
+        if kind == "estop":
+            r.estop(False)
+        elif kind == "cuff":
+            r.cuff(False)
+        else:
+            r.reset()
+            r.enable(True)
+        r.run(ms / 1000.0)
+
     @rule(ms=st.sampled_from([50, 300, 1000, 2000]))
     def wait(self, ms):
         self.rig.run(ms / 1000.0)
