@@ -211,3 +211,30 @@ def test_a_huge_raw_stream_acceleration_overflows_nothing_in_the_cycle():
                                    {"position": pos, "velocity": np.zeros(n), "acceleration": acc})
             L.run(0.01)
     assert np.isfinite(L.state.local.cmd_effort).all()
+
+
+def test_a_trajectory_stream_into_a_position_limit_is_braked_onto_it():
+    """Fuzz invariant ``limits`` (shrunk from a TRAJECTORY_MODE stream that accelerated right_j5 into its upper limit
+    after a stop, reset and enable): a stream running at 2 rad/s into the limit. joint_limits clamped the reference
+    at the limit from full speed (a 1900 rad/s² step) and the arm ran 24 mrad past it; it must brake the reference
+    onto the limit within the acceleration limit (as VELOCITY_MODE does), and the arm stop there."""
+    L = started()
+    lim = CFG.limits
+    p0 = L.state.local.cmd_position[:7].copy()
+    v = np.zeros(7)
+    v[5] = 2.0
+    t0 = L.cycle.now
+
+    def stream():
+        L.send(TRAJECTORY_MODE, ARM, position=p0 + v * (L.cycle.now - t0), velocity=v, acceleration=np.zeros(7))
+
+    peak, ref = -np.inf, []
+    for k in range(2000):
+        if k % 10 == 0:
+            stream()
+        L.step()
+        peak = max(peak, L.state.local.position[5])
+        ref.append(L.state.local.cmd_position[5])
+    acc = np.abs(np.diff(np.array(ref), 2)).max() / L.dt ** 2
+    assert acc <= lim.accel[5] * 1.15, f"the reference stopped at {acc:.0f} rad/s²"
+    assert peak < lim.upper[5] + 2e-3, f"the arm ran {peak - lim.upper[5]:.4f} rad past its limit"
