@@ -1,9 +1,10 @@
 """TRAJECTORY_MODE JointCommands: streamed (position, velocity, acceleration) points, extrapolated
 between commands with constant acceleration; the acceleration is the inverse-dynamics feed-forward.
 
-A point that decelerates (velocity and acceleration of opposite signs) is extrapolated only up to where its
-velocity reaches zero, and stays there: a stream that stops on a braking point never runs back against its
-own direction of motion (a Sawyer's stream extrapolation does not reverse either; the command timeout's stop
+A point that decelerates (its acceleration against the joint's direction of motion: its velocity's sign, or
+for a point at rest the sign of the last velocity the stream gave that joint) is extrapolated only up to where its
+velocity reaches zero, and stays there: a stream that stops on a braking point — or on the last point of a
+profile, at rest with its braking acceleration still set — never runs back against its own direction of motion (a Sawyer's stream extrapolation does not reverse either; the command timeout's stop
 ramp then starts at rest). Joints a command does not name keep extrapolating from where their last point put
 them now.
 """
@@ -29,16 +30,20 @@ class StreamSource(SetpointSource):
         self._te = np.zeros(n)  # per joint: how long the extrapolation runs (until its velocity reaches zero)
         self._stop = np.zeros(n)
         self._braking = np.zeros(n, dtype=bool)
+        self.dir = np.zeros(n)  # per joint: the sign of the last non-zero velocity the stream gave it (0: none yet)
+        self._sv = np.zeros(n)
+        self._moving = np.zeros(n, dtype=bool)
 
     def _extrapolate(self, tau: float, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> None:
         """The stored point ``tau`` seconds on: q = p + (v + a t/2) t, v + a t, a, with t = min(tau, the time a
         braking joint's velocity takes to reach zero) per joint; a joint past that point rests there (v = a = 0)."""
         te, stop, braking = self._te, self._stop, self._braking
-        np.multiply(self.v, self.a, out=stop)
+        np.sign(self.a, out=stop)  # (signs, not v·a: nothing overflows on huge values)
+        stop *= self.dir
         np.less(stop, 0.0, out=braking)
         te.fill(max(tau, 0.0))
         np.divide(self.v, self.a, out=stop, where=braking)
-        np.negative(stop, out=stop, where=braking)  # (> 0 where braking)
+        np.abs(stop, out=stop, where=braking)  # (≥ 0 where braking: the time its velocity takes to reach zero)
         np.minimum(te, stop, out=te, where=braking)
         np.multiply(self.a, te, out=v)  # v = v + a t
         np.multiply(v, 0.5, out=q)  # q = p + (v + a t/2) t
@@ -51,25 +56,32 @@ class StreamSource(SetpointSource):
         np.copyto(v, 0.0, where=braking)
         np.copyto(a, 0.0, where=braking)
 
+    def _keep_direction(self) -> None:
+        np.sign(self.v, out=self._sv)
+        np.not_equal(self._sv, 0.0, out=self._moving)
+        np.copyto(self.dir, self._sv, where=self._moving)
+
     def _advance(self, tau: float) -> None:
-        """Move the stored point ``tau`` seconds along its extrapolation."""
+        """Move the stored point ``tau`` seconds along its extrapolation (the direction of motion carries on)."""
         self._extrapolate(tau, self._tmp, self._vel, self._acc)
         self.p[:] = self._tmp
         self.v[:] = self._vel
         self.a[:] = self._acc
+        self._keep_direction()
 
     def accept(self, mask: np.ndarray, position, velocity, acceleration, now: float) -> None:
         i = self.idx
         m = mask[i]
+        self._advance(now - self.t0)  # (the joints it does not name go on from where they are now)
         if np.count_nonzero(m) == len(m):  # the usual case: every joint named
             self.p[:] = position[i]
             self.v[:] = velocity[i]
             self.a[:] = acceleration[i]
         else:
-            self._advance(now - self.t0)
             np.copyto(self.p, position[i], where=m)
             np.copyto(self.v, velocity[i], where=m)
             np.copyto(self.a, acceleration[i], where=m)
+        self._keep_direction()
         self.t0 = now
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
@@ -77,6 +89,7 @@ class StreamSource(SetpointSource):
         self.p[:] = hw.position[i] if sp.torque_only[i].any() else sp.q[i]
         self.v[:] = 0.0
         self.a[:] = 0.0
+        np.sign(sp.v[i], out=self.dir)  # (taking over a moving reference: its direction of motion)
         self.t0 = now
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
