@@ -255,3 +255,55 @@ def test_the_head_does_not_turn_under_the_safety_estop_latch():
     L.event(MSG_HEAD, at + 0.3, 1.0, 1)
     L.run(2.0)
     assert abs(L.q[h] - (at + 0.3)) < 0.01
+
+
+# ---- a waypoint arm (the Cobot) under the latch -------------------------------------------------------------
+class WaypointPLC:
+    """The Cobot backend against a PLC stand-in that moves toward the last waypoint at 0.3 rad/s until aborted (the
+    backend's OPC UA calls recorded instead of sent)."""
+
+    def __init__(self):
+        from intera_compat.emulator.cobot_plc import default_config
+        from intera_compat.hardware.cobot import CobotBackend
+        self.cfg = load_config(default_config())
+        b = self.backend = CobotBackend(RobotModel(self.cfg), {})
+        self.calls, self.t, self.q, self.target = [], [100.0], np.zeros(7), None
+        b.monotonic = lambda: self.t[0]
+        b._post = lambda coro: coro.close()
+        b.connect = lambda: None
+        b._enabled = b._link_ok = True
+        read = b.read
+
+        def posted(key, *args):
+            b._calls += 1
+            self.calls.append(key)
+            b._answer = (b._calls, b.monotonic())
+            if key == "set_waypoint":
+                self.target = np.array(args[0])
+            elif key == "abort":
+                self.target = None
+
+        def plc_read(hs):
+            if self.target is not None:
+                self.q += np.clip(self.target - self.q, -0.0003, 0.0003)
+            moving = self.target is not None and np.abs(self.target - self.q).max() > 1e-6
+            b._rx = (self.t[0], self.q.copy(), np.zeros(7), int(moving), 0, "")
+            read(hs)
+            self.t[0] += 0.001
+        b._posted_call = posted
+        b.read = plc_read
+
+
+@pytest.mark.parametrize("kind", ["safety_estop", "disable"])
+def test_a_waypoint_the_arm_runs_is_aborted_when_the_latch_or_the_brakes_take_the_arm(kind):
+    plc = WaypointPLC()
+    L = OfflineLoop(plc.cfg, backend=plc.backend)
+    L.run(0.2)
+    L.send(POSITION_MODE, plc.cfg.joint_names, position=[0.5] + [0.0] * 6)
+    L.run(0.3)
+    assert plc.calls == ["set_waypoint"] and plc.q[0] > 0.01  # on its way
+    L.event(MSG_SAFETY_ESTOP, 1) if kind == "safety_estop" else L.event(MSG_ENABLE, 0)
+    L.run(0.05)
+    at = plc.q[0]
+    L.run(2.0)
+    assert "abort" in plc.calls and plc.q[0] == pytest.approx(at, abs=1e-3)  # it ran on 0.45 rad under the latch

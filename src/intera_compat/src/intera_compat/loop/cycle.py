@@ -193,6 +193,7 @@ class LoopCycle:
         self._pace = 1.0
         self._waypoints = self._forwarding and sup(Capability.WAYPOINT)  # POSITION targets go as single waypoints
         self._wp_speed = np.zeros(cfg.n_arm)
+        self._waypoint_out = False  # a POSITION target went to the arm as a waypoint (cancelled when it stops driving)
         self._forwarded = 0.0  # the id of the trajectory the arm runs (0: none)
         self._forward_stopping = False
         self._backend_active = None  # the first cycle tells the backend the robot's state
@@ -729,10 +730,16 @@ class LoopCycle:
             self._forwarded = 0.0
         if not running:
             self._pace = 1.0
-            if self._waypoints and self.robot_active and self.arbiter.active is self.position:
+            if not self._waypoints:
+                return
+            if self.robot_active and self.arbiter.active is self.position:
                 it = self.position.interp  # (at the loop's own speed: the ratio × the joints' limits)
                 np.multiply(it.vmax, max(it.ratio, 0.0), out=self._wp_speed)
                 self.backend.waypoint(it.target, self._wp_speed)
+                self._waypoint_out = True
+            elif self._waypoint_out:  # the POSITION source no longer drives the arm (an override, a hold, the
+                self._waypoint_out = False  # brakes, another mode): the arm's controller drops the point it was
+                self.backend.cancel()  # given and brakes — it must not run on to it under a latch
 
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: stay where the arm is, nothing moving."""
