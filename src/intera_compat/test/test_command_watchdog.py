@@ -30,6 +30,18 @@ def test_a_moving_stream_that_falls_silent_is_zeroed_after_the_timeout():
     assert (dog.stops, dog.sent, dog.heard_count) == (1, 1, 50)
 
 
+def test_a_late_poll_after_the_watchdogs_own_stall_decides_nothing_the_next_one_does():
+    """Review: stalled ≥ the timeout, the timer's thread could run before the queued command was delivered and zero a
+    live stream (a velocity step on the arm)."""
+    dog = CommandWatchdog(0.1, repeat=0.0)
+    dog.heard(0.0, MOVING)
+    assert dog.poll(0.3, late=True) == IDLE  # its own stall: the queued command may come next
+    dog.heard(0.3, MOVING)  # ... it did
+    assert dog.poll(0.31) == IDLE
+    assert dog.poll(0.6, late=True) == IDLE  # a real silence, seen late twice: the second decides
+    assert dog.poll(0.65, late=True) == STOP
+
+
 def test_zeros_repeat_while_the_silence_lasts_and_stop_when_a_stream_returns():
     dog = CommandWatchdog(0.1, repeat=1.0)
     dog.heard(0.0, MOVING)

@@ -31,6 +31,7 @@ class CommandWatchdog:
         self.moving = False  # the last command heard was not all zeros
         self.zeroed_at: float | None = None  # when zeros were last sent, since the last command heard
         self.heard_count = 0
+        self._skipped = False  # the last poll was skipped as late
         self.stops = 0  # moving streams that fell silent and were zeroed
         self.sent = 0  # zero commands to send, in all (stops, repeats, leaving)
 
@@ -41,9 +42,15 @@ class CommandWatchdog:
         self.zeroed_at = None
         self.heard_count += 1
 
-    def poll(self, now: float) -> int:
+    def poll(self, now: float, late: bool = False) -> int:
         """What to do at ``now``: ``IDLE``, or send zeros (``STOP``: a moving stream fell silent; ``REPEAT``: it is
-        still silent)."""
+        still silent). ``late``: this poll comes late (the watchdog's own process stalled): commands may be waiting
+        in its queue, so it decides nothing this once — a silence it sees after its own stall is not the stream's
+        (zeros into a live stream are a velocity step on the arm); two late polls in a row decide as usual."""
+        if late and not self._skipped:
+            self._skipped = True
+            return IDLE
+        self._skipped = False
         last = self.last
         if last is None:
             return IDLE  # (a controller starts at zero: nothing to stop before a first command)

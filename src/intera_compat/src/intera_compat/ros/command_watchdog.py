@@ -70,9 +70,11 @@ class CommandWatchdogNode:
             if self.hold is not None:
                 self.hold.mark()  # (where the arm is: the hold's pose should the commands stop here; a hold ends)
 
-    def _check(self, _event) -> None:
+    def _check(self, event) -> None:
+        late = event.current_expected is not None and \
+            (event.current_real - event.current_expected).to_sec() > self.dog.timeout / 2.0
         with self.lock:
-            what = self.dog.poll(rospy.get_time())
+            what = self.dog.poll(rospy.get_time(), late)
             if what == IDLE:
                 return
             if self.hold is not None:
