@@ -134,3 +134,30 @@ def test_interaction_on_a_position_only_arm_runs_as_admittance(launch):
     assert state.msg.K_impedance[2] == 3000 and state.msg.K_impedance[0] == 0  # max_impedance: the position arm's top
     wait_for(lambda: False, 1.0, period=0.1, every=lambda: pub.publish(msg))
     assert np.abs(arm_positions(js) - q0).max() < 0.005  # nothing pushes: it holds
+
+
+def test_a_stop_ends_interaction_and_the_same_command_sent_again_begins_it(sim):
+    """Issue 32 (4): the old interaction re-engaged by itself after stop, reset, enable; and the listener's de-dup of
+    identical commands must forget the command the stop ended (or the same one could not begin it again)."""
+    from intera_core_msgs.msg import RobotAssemblyState
+    from ros_helpers import reset_and_enable
+    from std_msgs.msg import Empty
+    state = Latest(f"{L}/interaction_control_state", InteractionControlState)
+    robot = Latest("/robot/state", RobotAssemblyState)
+    pub = publisher(f"{L}/interaction_control_command", InteractionControlCommand)
+    msg = sdk_options()
+    assert wait_for(lambda: pub.get_num_connections() > 0, 10)
+    assert wait_for(lambda: state.msg is not None and state.msg.interaction_control_active, 10,
+                    period=0.5, every=lambda: pub.publish(msg))
+    stop = publisher("/robot/set_super_stop", Empty)
+    assert wait_for(lambda: robot.msg is not None and robot.msg.stopped, 10, period=0.2, every=stop.publish)
+    reset_and_enable(robot)
+    n = state.count
+    js = sim.msg.header.stamp.to_sec()
+    assert wait_for(lambda: sim.msg.header.stamp.to_sec() > js + 1.0, 30)  # a second of robot time, enabled
+    assert state.count == n  # no interaction state: it did not come back by itself (its state is 100 Hz while on)
+    pub.publish(msg)  # the same command once more: it begins again
+    assert wait_for(lambda: state.count > n and state.msg.interaction_control_active, 10)
+    pub.publish(sdk_options(interaction_control_active=False))
+    robot.close()
+    state.close()

@@ -20,12 +20,17 @@ def pack_message(msg: InteractionControlCommand, n: int, endpoint: str, limits: 
                 msg.disable_reference_resetting, msg.rotations_for_constrained_zeroG, n, endpoint, limits)
 
 
+SETTLE = 0.05  # s of loop time after a command is forwarded before a record without interaction says it ended
+
+
 class InteractionTopics:
     def __init__(self, limb_ns: str, n: int, endpoint: str, limits: InteractionLimits, post, available: bool):
         """``post(words) -> bool`` hands a packed command to the loop; ``available``: the arm takes joint torques."""
         self.n, self.endpoint, self.limits, self.post, self.available = n, endpoint, limits, post, available
         self.lock = threading.Lock()
         self.last_words = None  # the last command given to the loop (the SDK re-sends the same one at 10 Hz)
+        self.loop_time = 0.0  # the loop's time in the last state record published
+        self.forwarded_at = 0.0  # ... when ``last_words`` went to the loop
         self.accepted: InteractionControlCommand | None = None
         self.pub = rospy.Publisher(f"{limb_ns}/interaction_control_state", InteractionControlState, queue_size=1)
         rospy.Subscriber(f"{limb_ns}/interaction_control_command", InteractionControlCommand, self._on_command,
@@ -43,6 +48,7 @@ class InteractionTopics:
             if not self.post(words):
                 raise ValueError("the realtime loop did not take it (command ring full)")
             self.last_words = words
+            self.forwarded_at = self.loop_time
             self.accepted = msg if msg.interaction_control_active else None
         for note in notes:
             rospy.logwarn(f"interaction_control_command: {note}")
@@ -55,19 +61,21 @@ class InteractionTopics:
         except ValueError as e:
             rospy.logerr_throttle(1.0, f"interaction_control_command refused: {e}; nothing changed")
 
-    def _ended(self) -> None:
+    def _ended(self, loop_time: float) -> None:
         """The loop has no interaction on (a stop, disable, fault, E-stop or collision ended it, or it refused it):
-        the command last forwarded is forgotten, so the same command sent again begins it again. (Seen before the
-        loop took a new command, this only makes the next re-send go to the loop again, which ignores a repeat.)"""
-        if self.last_words is not None and self.last_words[0] > 0.5:
+        the command last forwarded is forgotten, so the same command sent again begins it again. Only in a record
+        the loop wrote ``SETTLE`` s after the command was forwarded: an older one predates it (the loop takes a
+        command within a cycle)."""
+        if self.last_words is not None and self.last_words[0] > 0.5 and loop_time > self.forwarded_at + SETTLE:
             with self.lock:
                 self.last_words = None
                 self.accepted = None
 
     def publish(self, st, stamp) -> None:
         """InteractionControlState from the loop's record (what is in effect) while interaction control is on."""
+        self.loop_time = float(st.time[0])
         if st.interaction_on[0] < 0.5:
-            self._ended()
+            self._ended(self.loop_time)
             return
         msg = self.accepted
         if msg is None:
