@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryActionGoal, FollowJointTrajectoryGoal
+from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectoryActionGoal,
+                              FollowJointTrajectoryActionResult, FollowJointTrajectoryGoal)
 from intera_core_msgs.msg import JointCommand, RobotAssemblyState
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
@@ -258,9 +259,11 @@ class ArmStates:
 
     def __init__(self, keep=500):
         self.q = collections.deque(maxlen=keep)
+        self.names = []
         self.sub = rospy.Subscriber("/joint_states", JointState, self._cb, queue_size=100)
 
     def _cb(self, m):
+        self.names = m.name
         self.q.append((m.header.stamp.to_sec(), np.array(m.position), np.array(m.velocity)))
 
     def velocity(self) -> np.ndarray:
@@ -519,3 +522,34 @@ def test_a_hung_loop_process_the_bridge_holds_the_effort_arm_where_it_was(moving
         print(f"\nhung loop: {away * 1000:.1f} mrad from where it was, at rest by the arm's stamps")
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+def test_the_loop_process_killed_the_bridge_cancels_the_trajectory_controllers_goal(launch):
+    """A trajectory-only arm (started on its own, as Gazebo would be): the loop process killed mid-trajectory, the
+    bridge cancels the goal the arm's controller runs (it ran on to its end, unwatched) and the arm stops short of it."""
+    arm = launch("rosrun", "intera_compat", "fake_ros_control", "_interface:=trajectory", "_rate:=50",
+                 log_name="arm.log")
+    states = ArmStates()
+    assert wait_for(lambda: len(states.q) > 0, 60), f"no joint states from the arm: {log_tail(arm.log_path)}"
+    results = Latest("/pos_joint_traj_controller/follow_joint_trajectory/result",
+                     FollowJointTrajectoryActionResult)
+    rc = launch("roslaunch", "intera_compat", "ros_control.launch", "interface:=trajectory", "rate:=50",
+                "no_rt:=true", log_name="rc.log")
+    client = actionlib.SimpleActionClient("/robot/limb/right/follow_joint_trajectory", FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60)), log_tail(rc.log_path)
+    js = Latest("/robot/joint_states", JointState)
+    js.wait(60)
+    q0 = arm_positions(js)
+    target = q0 + np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.5])
+    client.send_goal(jtas_goal(q0, target, 6.0))
+    assert wait_for(lambda: q0[6] - arm_positions(js)[6] > 0.1, 30), \
+        f"the arm did not move (goal {client.get_state()}, {client.get_result()}): {log_tail(rc.log_path)}"
+    os.kill(loop_process_pid(rc), signal.SIGKILL)  # (no last word: only the bridge sees it go)
+    assert wait_for(lambda: results.msg is not None, 30), f"the arm's goal did not end: {log_tail(rc.log_path)}"
+    assert results.msg.status.status == GoalStatus.PREEMPTED  # cancelled, not run to its end
+    assert wait_for(states.still, 30), f"the arm did not come to rest: {states.velocity()}"
+    i = list(states.names).index("right_j6")  # (the arm's own states: the launch goes down with the loop)
+    assert states.q[-1][1][i] > target[6] + 0.5
+    js.close()
+    results.close()
+    states.close()

@@ -173,6 +173,8 @@ class RosControlBridge:
             self.sent += 1
         if self.forwarder is None:  # (after an orderly end its last word was a stop already: said quietly)
             self._stop_arm("the realtime loop ended", warn=self._moving)
+        else:
+            self.forwarder.stop("the realtime loop ended")
         self._stopped = True
 
     def _stop_arm(self, why: str, warn: bool = True) -> None:
@@ -254,6 +256,16 @@ class TrajectoryForwarder:
         if state == PROGRESS_FAILED:
             rospy.logerr(f"ros_control: trajectory {seq:g} on {self.action} failed: {why}; the robot stops "
                          f"(controller error) until reset")
+
+    def stop(self, why: str) -> None:
+        """The loop is gone: a goal the arm still runs is cancelled (a joint_trajectory_controller then stops on
+        its own, within its ``stop_trajectory_duration``), not left to run to its end unwatched."""
+        with self.lock:
+            running = self.running
+        if running and self.cancelled != self.seq:
+            self.cancelled = self.seq
+            self.client.cancel_goal()
+            rospy.logwarn(f"ros_control: {why}: trajectory {self.seq:g} on {self.action} cancelled")
 
     def poll(self) -> None:
         """The loop poked: a new submission or a cancel."""
