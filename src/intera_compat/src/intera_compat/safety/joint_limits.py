@@ -6,9 +6,11 @@ at most ``v_max·dt`` (velocity), and it slows down toward a position limit earl
 on it. Sources whose output already respects the limits (ruckig, validated trajectories, a
 ramped velocity) pass untouched: the check tolerates ``tolerance`` rad of discontinuity per
 cycle (the seams of a streamed trajectory). Anything else — a velocity step, a mode switch onto
-a moving stream, a jump — is shaped into the fastest motion the limits allow (a hold returns
-at most at ``hold_speed × v_max``), with the feed-forward velocity and acceleration of the
-shaped reference; the loop then rebases the source on it. The brakes and a fault restart the
+a moving stream, a jump, and near a position limit a step from which the reference can no longer
+stop on it (a smooth stream running into the limit) — is shaped into the fastest motion the limits
+allow (a hold returns at most at ``hold_speed × v_max``), with the feed-forward velocity and
+acceleration of the shaped reference, until the source can take over again without a step in
+acceleration; the loop then rebases the source on it. The brakes and a fault restart the
 reference from the measured position (``reset``). The following-error window runs after this plugin and has the last word; the
 next cycle starts from the reference as the whole chain left it (``commit``).
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware.base import HardwareState
-from ..sources.base import Setpoint, clamp, limit_steps, stopping_step
+from ..sources.base import Setpoint, clamp, stopping_step
 from .base import SafetyPlugin
 
 
@@ -51,11 +53,27 @@ class JointLimits(SafetyPlugin):
         self.lower, self.upper = self._lo3[0], self._hi3[0]  # the position range in force (set_range)
         self._x3 = np.zeros((3, n))
         self._b3 = np.zeros((3, n), dtype=bool)
-        # the step, its change, the feed-forward's change: against v_max·dt, a_max·dt² (+ seam tolerance)
-        self._x3c = np.zeros((3, n))
-        self._xd, self._xdd, self._xv = self._x3c
-        self._thr3 = np.stack([self.step, self._thr, self._thr])
-        self._b3c = np.zeros((3, n), dtype=bool)
+        # the check, in one comparison: the step, its change, the feed-forward's change against v_max·dt, a_max·dt²
+        # (+ seam tolerance); then how near the upper and the lower limit the reference is (prev − upper,
+        # lower − prev) against −reach: the stopping distance from the largest step the check lets through
+        # (v_max·dt·margin, braking by dstep a cycle) plus a step of slack — farther, every such step stops in time
+        reach = self.step * (self.step + self.dstep) / (2.0 * self.dstep) + self.step
+        self._x5 = np.zeros((5, n))
+        self._x3c = self._x5[:3]
+        self._xd, self._xdd, self._xv, self._xu, self._xl = self._x5
+        self._thr5 = np.stack([self.step, self._thr, self._thr, -reach, -reach])
+        # ... flagged, and a row for the joints shaped last cycle (_hand_back): any of them → _flagged
+        self._b6 = np.zeros((6, n), dtype=bool)
+        self._b5, self._b3c, self._bnear, self._sticky = self._b6[:5], self._b6[:3], self._b6[3:5], self._b6[5]
+        self._blim, self._near = np.zeros(n, dtype=bool), False  # near a limit: the steps that cannot stop on it
+        self._sd, self._bn2, self._stops = np.zeros(n), np.zeros((2, n), dtype=bool), False
+        self._dstep2, self._i2ds = 2.0 * self.dstep, 0.5 / self.dstep
+        self._ds2 = np.stack([self.dstep, self.dstep])
+        self._ids2 = 1.0 / self._ds2
+        self._g2, self._j2, self._k2 = np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n))
+        self._lhi, self._llo = self._g2  # (then the steps that still stop on them: ≥ 0 toward upper, ≤ 0 toward lower)
+        self._bb, self._g, self._src_prev = np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n)
+        self._dstep_hb = self.dstep * (1.0 + 1e-9)  # (a shaped step's change is dstep exactly, rounded)
         self.prev = np.zeros(n)  # last cycle's reference
         self.pd = np.zeros(n)  # its last step (rad per cycle)
         self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
@@ -73,19 +91,23 @@ class JointLimits(SafetyPlugin):
         np.multiply(sp.v, self.dt, out=self.pd)
         clamp(self.pd, self._nstep, self.step, self.pd)
         np.subtract(sp.q, self.pd, out=self.prev)
+        self._sticky.fill(False)
         self._primed = True
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         q = sp.q
         changed = sp.shaped = False
         if self._primed:  # (torque-driven joints may be flagged too: _shape leaves them alone)
-            x = self._x3c
-            np.subtract(q, self.prev, out=self._xd)  # the step
+            x, prev = self._x3c, self.prev
+            np.subtract(q, prev, out=self._xd)  # the step
             np.subtract(self._xd, self.pd, out=self._xdd)  # its change (acceleration)
             np.multiply(sp.v, self.dt, out=self._xv)
             self._xv -= self.pd  # the feed-forward's change
             np.abs(x, out=x)
-            if np.count_nonzero(np.greater(x, self._thr3, out=self._b3c)):
+            np.subtract(prev, self.upper, out=self._xu)  # (the range in force: set_range changes it)
+            np.subtract(self.lower, prev, out=self._xl)
+            np.greater(self._x5, self._thr5, out=self._b5)
+            if np.count_nonzero(self._b6) and self._flagged(sp):
                 self._shape(sp)
                 changed = sp.shaped = True
         # position range, velocity and acceleration (count_nonzero: ~7x cheaper than .any() on a few bools)
@@ -104,6 +126,81 @@ class JointLimits(SafetyPlugin):
         self.prev[:] = sp.q
         self._primed = True
 
+    def _flagged(self, sp: Setpoint) -> bool:
+        """Some joint flagged, near a limit, or shaped last cycle: the joints to shape in ``_m`` (torque-driven ones
+        too: _shape leaves them alone), whether there are any."""
+        self._near = near = bool(np.count_nonzero(self._bnear))
+        self._stops = False
+        lim = near and self._near_limit(sp)
+        back = bool(np.count_nonzero(self._sticky))
+        if back:
+            self._hand_back()
+        if not np.count_nonzero(self._b3c):
+            if not (lim or back and np.count_nonzero(self._sticky)):
+                return False  # (only near a limit, and every step stops in time)
+            self._m.fill(False)
+        else:
+            np.logical_or.reduce(self._b3c, axis=0, out=self._m)  # the check
+        m = self._m
+        if lim:
+            m |= self._blim
+        if back:
+            m |= self._sticky
+        return True
+
+    def _hand_back(self) -> None:
+        """The joints shaped last cycle go back to the source where that is no step in acceleration (within the
+        acceleration limit, no seam tolerance): its step now (``_xd``), and the source's own next one (as its step now:
+        they differ by the gap the shaped reference left last cycle)."""
+        g = self._g
+        np.subtract(self._src_prev, self.prev, out=g)
+        np.abs(g, out=g)
+        np.maximum(g, self._xdd, out=g)  # (|the step's change|: the check's abs)
+        self._sticky &= np.greater(g, self._dstep_hb, out=self._bb)
+
+    def _near_limit(self, sp: Setpoint) -> bool:
+        """Some joint is within its reach of a position limit (``_xu``, ``_xl``): whether some joint's step can no
+        longer stop on it, those marked in ``_blim``. First (cheap) whether some step's braking distance with a slack
+        that covers the discrete stop, s(s + 2Δs)/(2Δs), exceeds its distance to a limit; only then the exact steps
+        that still stop on the limits (``_stop_steps``)."""
+        g, t = self._g2, self._sd
+        np.negative(self._x5[3:], out=g)  # the distances to the limits
+        np.add(self._xd, self._dstep2, out=t)  # (|the step|: the check's abs)
+        t *= self._xd
+        t *= self._i2ds
+        if not np.count_nonzero(np.less(g, t, out=self._bn2)):
+            return False
+        self._stop_steps()
+        b, sd = self._blim, self._sd
+        np.subtract(sp.q, self.prev, out=sd)  # the step (its sign)
+        np.greater(sd, self._lhi, out=b)
+        b |= np.less(sd, self._llo, out=self._bb)
+        np.copyto(b, False, where=sp.torque_only)  # (_shape leaves them alone)
+        return bool(np.count_nonzero(b))
+
+    def _stop_steps(self) -> None:
+        """The distances in ``_g2`` → the largest steps from which braking by ``dstep`` a cycle stops within them,
+        exactly (``stopping_step``'s closed form is up to dstep/8 too generous: a reference braking by it onto a
+        limit would be cut there by the range clamp, a step in acceleration): braking from s = j·Δs + r
+        (0 ≤ r < Δs) covers Δs·j(j+1)/2 + (j+1)·r. In place; the lower row negated."""
+        self._stops = True
+        x, j, k = self._g2, self._j2, self._k2
+        np.maximum(x, 0.0, out=x)
+        x *= self._ids2  # the distance in units of Δs
+        np.multiply(x, 8.0, out=j)  # j: the whole decrements, ⌊(√(8x + 1) − 1) / 2⌋
+        j += 1.0
+        np.sqrt(j, out=j)
+        j -= 1.0
+        j *= 0.5
+        np.floor(j, out=j)
+        np.add(j, 1.0, out=k)
+        x /= k  # r = (x − j(j+1)/2) / (j+1) = x/(j+1) − j/2
+        x += j
+        np.multiply(j, 0.5, out=k)
+        x -= k
+        x *= self._ds2
+        np.negative(x[1], out=x[1])
+
     def _shape(self, sp: Setpoint) -> None:
         """Move the reference toward the source's as fast as the limits allow this cycle.
 
@@ -111,7 +208,9 @@ class JointLimits(SafetyPlugin):
         acceleration limit and ±v_max·dt, closes the gap ``e`` to the source's reference no
         faster than it can still match its velocity on arrival (a square-root law on the gap,
         so it converges without overshoot), and slows toward a position limit in time to stop
-        on it (that one wins over the acceleration limit).
+        on it (that one wins over the acceleration limit). Shaped joints stay shaped until ``_hand_back``: handed
+        back as soon as the check passes (within its seam tolerance), the last of the gap would be a step in
+        acceleration.
         """
         dt, prev, d, lo, hi, t, u, c = self.dt, self.prev, self._d, self._lo, self._hi, self._t, self._u, self._c
         # steps reachable from the last one, within ±v_max·dt
@@ -144,14 +243,15 @@ class JointLimits(SafetyPlugin):
         np.minimum(t, hi, out=t)
         np.maximum(lo, t, out=lo)
         self._rest(sp, lo, hi)
-        # ... and no faster toward a position limit than stops on it
-        limit_steps(prev, self.lower, self.upper, self.dstep, u, t)
-        np.minimum(hi, t, out=hi)
-        np.maximum(lo, u, out=lo)
-        np.minimum(lo, hi, out=lo)  # moving too fast to stop in time: the position limit wins
         clamp(d, lo, hi, d)
-        m = np.logical_or.reduce(self._b3c, axis=0, out=self._m)  # the joints the check flagged
+        if self._near:  # ... and no faster toward a position limit than stops on it (farther, every step stops in time);
+            if not self._stops:
+                self._stop_steps()
+            clamp(d, self._llo, self._lhi, d)  # that wins over the rest (either way: the lower limit over a pace)
+        m = self._m  # (_flagged)
         m &= np.logical_not(sp.torque_only, out=self._free)
+        self._sticky[:] = m  # (next cycle: handed back to the source, or shaped on)
+        self._src_prev[:] = sp.q  # (the source's reference)
         np.add(prev, d, out=t)
         np.copyto(sp.q, t, where=m)
         # feed-forward of the shaped reference: its own velocity and acceleration
