@@ -16,6 +16,9 @@ from ..hardware.base import HardwareState
 from .base import Setpoint, SetpointSource
 
 
+REST_SPEED = 1e-6  # rad/s: a streamed velocity this small is a joint at rest (its sign is rounding)
+
+
 class StreamSource(SetpointSource):
     streaming = True
 
@@ -57,8 +60,11 @@ class StreamSource(SetpointSource):
         np.copyto(a, 0.0, where=braking)
 
     def _keep_direction(self) -> None:
+        """A joint's direction of motion: its velocity's sign, kept while it is at rest (|v| ≤ ``REST_SPEED``: a
+        profile's end instant computed in floating point comes as ±1e-16 rad/s, and its sign means nothing)."""
+        np.abs(self.v, out=self._sv)
+        np.greater(self._sv, REST_SPEED, out=self._moving)
         np.sign(self.v, out=self._sv)
-        np.not_equal(self._sv, 0.0, out=self._moving)
         np.copyto(self.dir, self._sv, where=self._moving)
 
     def _advance(self, tau: float) -> None:
