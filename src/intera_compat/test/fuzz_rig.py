@@ -21,13 +21,19 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   an enable, or a cuff release, the arm (and the head) come to rest within ``SETTLE`` and stay there (speed ≤
   ``REST_SPEED``, reference steps ≤ ``REST_SPEED``·dt, drift ≤ ``REST_DRIFT``) until a new command is executed
   (a JointCommand the loop counts while the robot is active and no latch or zero-G holds it, a whole trajectory that
-  starts, an interaction command, for the head a head command). While the E-stop latch, a collision hold or the
+  starts, an interaction command, for the head a head command) — except that interaction control on at a cuff
+  release resumes by itself (README), and may move the arm (a force axis). While the E-stop latch, a collision hold or the
   brakes hold, the arm is at rest whatever was commanded. Pushes and zero-G move the arm from outside: the clock
   restarts when they end;
 * ``reversal``: after the last command of a VELOCITY or TRAJECTORY stream, no joint's reference runs back against
-  its direction of motion by more than a jerk-limited stop ramp can (``STOP_REVERSE``), nor the measured joint by
-  more than that plus ``TRACK_SLACK`` (joints the law tracks: under interaction control the force moves the arm and
-  the reference is kept with it);
+  its direction of motion by more than a jerk-limited stop ramp can from the braking it was doing (``STOP_REVERSE_K``
+  × the cube of the largest acceleration against that direction the reference had while still moving along it,
+  from the stream's last command period on: nothing for a joint at rest), nor the measured joint by more than that plus ``TRACK_SLACK`` (joints the law tracks: under
+  interaction control the force moves the arm and the reference is kept with it). A joint's direction is the sign of
+  the last velocity the stream commanded it that was not zero (``V_ZERO``: a profile's end point at rest, its
+  braking acceleration still set, keeps the direction the profile had); a joint the stream never moved takes the
+  reference's motion over the last command period, and one at rest then its first motion. A reference still moving
+  against the stream's direction at its last command (its momentum) may first come to rest;
 * ``goal``: a whole trajectory runs with a moving reference only if its execute was sent after the last override
   or stop event (stop, disable, fault, E-stop latch on/off, collision hold begin/end, cuff squeeze/release, reset).
 """
@@ -66,10 +72,16 @@ ILIM = InteractionLimits.from_config(CFG.control.get("interaction"))
 REF_WINDOW = getattr(ILIM, "reference_window", None) or FAULT_LIMIT[:CFG.n_arm]
 DT = 0.001
 COMMAND_PERIOD = 0.01  # s: a streaming client's rate (100 Hz)
+PERIOD_CYCLES = int(round(COMMAND_PERIOD / DT))
 # control.stop.StopRamp: jerk = 10 × the acceleration limit. From (v ≥ 0, a = −a_max) its time-optimal stop runs
 # back by (1/3 + √2/4)·a_max³/j_max² (a to 0, then the velocity it lost regained): a stop's documented reversal
 JERK = 10.0 * AMAX
-STOP_REVERSE = (1.0 / 3.0 + math.sqrt(2.0) / 4.0) * AMAX ** 3 / JERK ** 2 + 1e-4
+STOP_REVERSE_K = (1.0 / 3.0 + math.sqrt(2.0) / 4.0) / JERK ** 2  # × a³: the run-back of a stop from braking at a
+STOP_REVERSE = STOP_REVERSE_K * AMAX ** 3 + 1e-4  # (the most: from braking at the acceleration limit)
+REVERSE_SLACK = 1e-4  # rad: what the reference of a joint at rest may move back (rounding, shaping)
+# rad/s: a commanded velocity this small is a point at rest (the rounding a client's profile leaves at its end
+# instant, 0.4 - 4 * (0.4 - 0.3) = -1.1e-16, is no direction of motion)
+V_ZERO = 1e-9
 REST_SPEED = 0.01  # rad/s: at rest (the loop's own tests: "stopped there, not crawling")
 
 
@@ -109,6 +121,56 @@ class Stream:
     p0: np.ndarray | None = None
     t0: float = 0.0
     names: list = field(default_factory=lambda: list(ARM))
+    profile: "Profile | None" = None  # TRAJECTORY: a piecewise profile that ends at rest (then the stream ends)
+    dir: np.ndarray = field(default_factory=lambda: np.zeros(NA))  # per arm joint: sign of the last v ≠ 0 sent
+    refs: list = field(default_factory=list)  # the reference (q, v) as the last two commands were sent
+    va: np.ndarray = field(default_factory=lambda: np.zeros((2, PERIOD_CYCLES, NA)))  # its (v, a), last period
+    cycles: int = 0  # cycles run while it streamed
+    sent: int = 0  # commands sent
+
+
+@dataclass
+class Profile:
+    """A client's trapezoid profile, sampled at 100 Hz as the client computes it: per joint from velocity ``v0``
+    accelerate to ``vpeak`` over ``n_acc`` periods (0: a jump to it), cruise ``n_cruise``, brake to rest over
+    ``n_brake`` (≥ 1); then ``hold`` points at rest — the first is the profile's end instant — with the acceleration
+    ``a_end``, and nothing more. The velocity at rest is exactly 0 (``exact``), or what the client's floating point
+    gives at its end instant (0.4 - 4 * (0.4 - 0.3) = -1.1e-16: a rounding, not a direction)."""
+    v0: np.ndarray
+    vpeak: np.ndarray
+    n_acc: int
+    n_cruise: int
+    n_brake: int
+    a_end: np.ndarray
+    exact: bool = True
+    hold: int = 1
+
+    def __post_init__(self):
+        assert self.n_brake >= 1 and self.hold >= 1
+        T, phases, t, dp, v = COMMAND_PERIOD, [], 0.0, np.zeros_like(self.v0, dtype=float), np.asarray(self.v0, float)
+        for n, target in ((self.n_acc, self.vpeak), (self.n_cruise, self.vpeak), (self.n_brake, 0.0 * self.vpeak)):
+            target = np.asarray(target, float)
+            if n:
+                a = (target - v) / (n * T)
+                phases.append((t, v, a, dp))
+                dp = dp + (v + 0.5 * a * (n * T)) * (n * T)
+                t = t + n * T
+            v = target  # (n = 0: a jump)
+        self._phases, self._dp_end = phases, dp
+        self.n_end = self.n_acc + self.n_cruise + self.n_brake
+        self.n_points = self.n_end + self.hold
+
+    def sample(self, k: int):
+        """The client's point k (t = k × 0.01 s): position offset, velocity, acceleration."""
+        t = min(k, self.n_end) * COMMAND_PERIOD
+        t0, v, a, dp = next(ph for ph in reversed(self._phases) if ph[0] <= t + 1e-9)
+        tau = t - t0  # (the phase's own time, as a client computes it)
+        p, v = dp + (v + 0.5 * a * tau) * tau, v + a * tau
+        if k < self.n_end:
+            return p, v, a.copy()
+        if self.exact:
+            p, v = self._dp_end.copy(), np.zeros_like(v)
+        return p, v, np.asarray(self.a_end, float).copy()
 
 
 class FuzzRig:
@@ -129,7 +191,7 @@ class FuzzRig:
         self.quiet_since = 0.0  # rest: the clock since the last event that stops the arm (or the last push)
         self.permitted = False  # the arm may move: a command was executed since the last such event (or the start)
         self.head_permitted = False
-        self.push_until = -1.0  # loop time the last push ends
+        self.push_until = -np.inf  # loop time the last push ends (none yet)
         self.squeezed = False
         self.latched = False
         self.rest_q: np.ndarray | None = None  # where the arm came to rest (rest's drift)
@@ -190,26 +252,63 @@ class FuzzRig:
         self.next_send = self.now
         self.rev = None
 
+    def profile(self, vpeak, n_acc: int, n_cruise: int, n_brake: int, a_end, exact: bool = True, hold: int = 1,
+                names=None) -> None:
+        """A TRAJECTORY_MODE client streams a trapezoid (``Profile``) from the reference's position and velocity to
+        rest, its last ``hold`` points at rest with the acceleration ``a_end``, then stops sending (as
+        ``stop_stream``) — the end of a ruckig or trapezoid profile."""
+        names = list(names or ARM)
+        self._record(f"rig.profile({_lst(vpeak)}, {n_acc!r}, {n_cruise!r}, {n_brake!r}, {_lst(a_end)}, {exact!r}, "
+                     f"{hold!r}, {names!r})")
+        idx = [ARM.index(x) for x in names]
+        prof = Profile(self.s.cmd_velocity[idx].copy(), np.asarray(vpeak, float), int(n_acc), int(n_cruise),
+                       int(n_brake), np.asarray(a_end, float), bool(exact), int(hold))
+        self.stream = Stream(TRAJECTORY_MODE, prof.vpeak, None, self.s.cmd_position[idx].copy(), self.now, names,
+                             profile=prof)
+        self.next_send = self.now
+        self.rev = None
+
     def stop_stream(self) -> None:
         """The client stops sending: the reversal monitor starts from the last command's reference."""
         self._record("rig.stop_stream()", keeps_reversal=True)
+        self._end_stream()
+
+    def _end_stream(self) -> None:
         st = self.stream
         self.stream = None
-        if st is None or st.mode not in (VELOCITY_MODE, TRAJECTORY_MODE):
+        if st is None or st.mode not in (VELOCITY_MODE, TRAJECTORY_MODE) or not st.sent:
             return
-        self.rev = {"armed": True, "mode": st.mode}
+        (q_last, v_last) = st.refs[-1]
+        # the reference's motion over the last command period (its velocity when a single command was sent)
+        moved = q_last - st.refs[0][0] if len(st.refs) == 2 else v_last * COMMAND_PERIOD
+        self.rev = {"armed": True, "mode": st.mode, "dir": st.dir.copy(), "moved": moved, "v_last": v_last,
+                    "va": st.va.copy()}
 
     def _stream_send(self) -> None:
         st = self.stream
         t = self.now - st.t0
-        if st.mode == TRAJECTORY_MODE:
+        idx = [ARM.index(x) for x in st.names]
+        v = None
+        if st.profile is not None:
+            dp, v, a = st.profile.sample(st.sent)
+            ok = self._send(TRAJECTORY_MODE, st.names, {"position": st.p0 + dp, "velocity": v, "acceleration": a})
+        elif st.mode == TRAJECTORY_MODE:
             a = st.accel
             v = st.values + a * t
             p = st.p0 + (st.values + 0.5 * a * t) * t
-            self._send(TRAJECTORY_MODE, st.names, {"position": p, "velocity": v, "acceleration": a})
+            ok = self._send(TRAJECTORY_MODE, st.names, {"position": p, "velocity": v, "acceleration": a})
         else:
             key = {POSITION_MODE: "position", VELOCITY_MODE: "velocity", TORQUE_MODE: "effort"}[st.mode]
-            self._send(st.mode, st.names, {key: st.values})
+            ok = self._send(st.mode, st.names, {key: st.values})
+            if st.mode == VELOCITY_MODE:
+                v = st.values
+        st.sent += 1
+        if v is not None and ok.ok:  # (the direction the loop was told: a refused command tells it nothing)
+            moving = np.abs(v) > V_ZERO
+            st.dir[np.asarray(idx)[moving]] = np.sign(v[moving])
+        st.refs = (st.refs + [(self.s.cmd_position[:NA].copy(), self.s.cmd_velocity[:NA].copy())])[-2:]
+        if st.profile is not None and st.sent >= st.profile.n_points:
+            self._end_stream()  # (the profile's last point: the client sends nothing more)
 
     def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None, scaling=1.0,
                 tracking=0, kp=None):
@@ -249,6 +348,8 @@ class FuzzRig:
         if on != self.squeezed:
             self.squeezed = on
             self._override()
+            if not on and self.s.interaction_on[0] == 1.0 and self._active():
+                self.permitted = True  # (README: after a squeeze interaction control resumes by itself)
 
     def push(self, link: str, wrench, duration: float) -> None:
         self._record(f"rig.push({link!r}, {_lst(wrench)}, {duration!r})")
@@ -343,6 +444,12 @@ class FuzzRig:
             self.L.step()
             self._check(was)
             self._snapshot()
+            st = self.stream
+            if st is not None:  # (the reference's velocity and acceleration over the last command period)
+                k = st.cycles % PERIOD_CYCLES
+                st.va[0, k] = self.s.cmd_velocity[:NA]
+                st.va[1, k] = self.s.cmd_acceleration[:NA]
+                st.cycles += 1
 
     def _check(self, was: dict) -> None:
         s, c, t = self.s, self.c, self.now - DT  # (the record is of the cycle that just ran)
@@ -467,31 +574,51 @@ class FuzzRig:
             self.rev = None
             return
         cq, q = s.cmd_position[:NA], s.position[:NA]
-        if rv["armed"]:  # the first cycle after the last command: its direction of motion
+        v, a = s.cmd_velocity[:NA], s.cmd_acceleration[:NA]
+        first = rv["armed"]
+        if first:  # the first cycle after the last command
             rv["armed"] = False
-            v = s.cmd_velocity[:NA]
-            rv["dir"] = np.where(np.abs(v) > 1e-3, np.sign(v), 0.0)
+            d = rv["dir"]  # the stream's own direction of motion (its last velocity that was not zero)
+            moved = rv["moved"]  # else the reference's over the last command period
+            none = d == 0.0
+            d[none] = np.where(np.abs(moved[none]) > 1e-6, np.sign(moved[none]), 0.0)
+            # a reference still moving against the stream's direction as its last command came (its momentum) may
+            # first come to rest
+            rv["coast"] = (d != 0.0) & (rv["v_last"] * d < -1e-4)
+            # the largest acceleration against d while still moving along d (from the last command period on: a
+            # reference braking as the stream ended may come back as a stop from that braking does)
+            vs, acc = rv["va"]
+            rv["brake"] = np.max(np.where(vs * d > 0.0, np.maximum(-acc * d, 0.0), 0.0), axis=0)
             rv["ref"] = cq.copy()
             rv["meas"] = q.copy()
             rv["ref0"] = cq.copy()
-            return
+            rv["last"] = cq.copy()
         d = rv["dir"]
-        free = d == 0.0  # at rest at the last command: its first motion sets the direction
-        moved = cq - rv["ref0"]
-        d[free] = np.where(np.abs(moved[free]) > 1e-4, np.sign(moved[free]), 0.0)
+        free = d == 0.0  # never moved by the stream, at rest at its last command: its first motion sets it
+        if free.any():
+            moved = cq - rv["ref0"]
+            d[free] = np.where(np.abs(moved[free]) > 1e-4, np.sign(moved[free]), 0.0)
+        coast = rv["coast"]
+        if not first:
+            coast &= (cq - rv["last"]) * d < 0.0  # (until it no longer moves against d)
+        rv["last"] = cq.copy()
+        along = v * d > 0.0
+        np.maximum(rv["brake"], np.where(along, np.maximum(-a * d, 0.0), 0.0), out=rv["brake"])
+        tol = STOP_REVERSE_K[:NA] * np.minimum(rv["brake"], AMAX[:NA]) ** 3 + REVERSE_SLACK
         # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
         tracked = ~self.c.sp.torque_only[:NA]
-        for name, x, key, tol, which in (("reference", cq, "ref", STOP_REVERSE[:NA], tracked),
-                                         ("measured", q, "meas", STOP_REVERSE[:NA] + TRACK_SLACK, tracked)):
+        for name, x, key, tl in (("reference", cq, "ref", tol), ("measured", q, "meas", tol + TRACK_SLACK)):
             ext = rv[key]
             np.copyto(ext, np.where(d > 0, np.maximum(ext, x), np.where(d < 0, np.minimum(ext, x), x)))
+            np.copyto(ext, x, where=coast)
             back = (ext - x) * d
-            bad = which & (back > tol)
+            bad = tracked & (back > tl)
             if bad.any():
                 j = int(np.argmax(bad))
                 self._fail("reversal", t, f"joint {j}: the {name} ran back {back[j]:.4f} rad against its "
-                                               f"last direction of motion after the stream's last command "
-                                               f"(allowed {tol[j]:.4f})")
+                                               f"last direction of motion ({d[j]:+.0f}) after the stream's last "
+                                               f"command (allowed {tl[j]:.4f}: a stop from braking at "
+                                               f"{rv['brake'][j]:.3g} rad/s²)")
 
 
 def _lst(x):

@@ -108,6 +108,61 @@ def test_a_stream_that_stops_on_a_braking_point_never_runs_back(joint, v, a):
     assert L.state.local.error[0] == 0.0
 
 
+@pytest.mark.parametrize("joint, sign", [(1, 1.0), (4, -1.0)], ids=["right_j1_up", "right_j4_down"])
+def test_a_stream_that_ends_at_rest_with_its_braking_acceleration_set_never_runs_back(joint, sign):
+    """The review's M1 (the fuzz suite took a joint at rest at the last command for one without a direction, so its
+    reversal invariant could not see it): 100 Hz TRAJECTORY_MODE points on right_j1 accelerate at 4 rad/s² to
+    0.4 rad/s, cruise 0.2 s, brake at -4 rad/s², and the last point — a trapezoid's or ruckig's end instant — is at
+    rest, v = 0, with the braking acceleration a = -4 still set; then nothing. The extrapolation took v·a = 0 for
+    no braking and accelerated the reference back: it ran 0.217 rad back. It must rest where the profile ended
+    (and the same mirrored, on right_j4 moving down)."""
+    L = started()
+    L.run(0.1)
+    q0 = L.state.local.cmd_position[joint]
+    a = 4.0 * sign
+    ref = stream_then_stop(L, joint, [(0.0, a, 0.1), (0.1 * a, 0.0, 0.2), (0.1 * a, -a, 0.1), (0.0, -a, 0.01)])
+    back = run_back(ref, sign)
+    assert back < 1e-3, f"the reference ran {back:.4f} rad back"
+    assert ref[-1] == pytest.approx(q0 + sign * 0.12, abs=1e-3)  # (where the profile ends: 0.02 + 0.08 + 0.02)
+    assert L.state.local.error[0] == 0.0
+
+
+def test_a_stream_that_ends_at_rest_as_the_client_computes_it_never_runs_back():
+    """The same profile as the review's M1, sampled as a client computes it — each phase in its own time, so the
+    end instant's velocity is 0.4 - 4 × (0.4 - 0.3) = -1.1e-16 rad/s, not 0 (the fuzz suite's ``brake_to_rest``
+    ends on such points: found while writing it, on a1d79bf). The extrapolation takes the sign of that rounding for
+    the joint's direction of motion, so the braking acceleration -4 is along it: the reference ran 0.217 rad back
+    (b6670a0 fixed it). A velocity of 1e-16 rad/s is at rest; the reference must rest where the profile ended."""
+    L = started()
+    L.run(0.1)
+    p0 = L.state.local.cmd_position[:7].copy()
+
+    def client(t):  # (the trapezoid: up at 4 rad/s² for 0.1 s, 0.2 s at 0.4 rad/s, down at 4 rad/s² for 0.1 s)
+        if t < 0.1:
+            return 2.0 * t * t, 4.0 * t, 4.0
+        if t < 0.3:
+            return 0.02 + 0.4 * (t - 0.1), 0.4, 0.0
+        tb = t - 0.3
+        return 0.1 + (0.4 - 2.0 * tb) * tb, 0.4 - 4.0 * tb, -4.0
+
+    for k in range(41):
+        p, v, a = client(k * 0.01)
+        P, V, A = p0.copy(), np.zeros(7), np.zeros(7)
+        P[1] += p
+        V[1], A[1] = v, a
+        assert L.send(TRAJECTORY_MODE, ARM, position=P, velocity=V, acceleration=A).ok
+        L.run(0.01)
+    assert -1e-15 < v < 0.0  # (the end instant, as the client's floating point gives it)
+    ref = []
+    for _ in range(800):
+        L.step()
+        ref.append(L.state.local.cmd_position[1])
+    ref = np.array(ref)
+    back = run_back(ref, 1.0)
+    assert back < 1e-3, f"the reference ran {back:.4f} rad back"
+    assert ref[-1] == pytest.approx(p0[1] + 0.12, abs=1e-3)
+
+
 def test_a_stream_starting_at_full_speed_is_shaped_onto_it_without_overshoot():
     """Found while writing the test above (the fuzz suite's reversal bound, a jerk-limited stop's, is wider): a stream
     that starts at -0.6 rad/s from rest on right_j3 and brakes at 6 rad/s² (5 points, then nothing). README:

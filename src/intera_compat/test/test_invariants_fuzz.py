@@ -103,6 +103,42 @@ class LoopInvariants(RuleBasedStateMachine):
             self.rig.start_stream(mode, next(iter(vals.values()))[idx], None, names)
         self._then(n)
 
+    @rule(x=vec, y=vec, scale=st.sampled_from([0.3, 1.0]), n_acc=st.sampled_from([0, 3, 10, 25]),
+          n_cruise=st.sampled_from([0, 5, 20]), n_brake=st.sampled_from([1, 3, 10, 25]),
+          end=st.sampled_from(["opposing", "opposing", "along", "zero", "mixed"]), exact=st.booleans(),
+          hold=st.sampled_from([1, 1, 3]), subset=st.sets(st.integers(0, NA - 1), min_size=1, max_size=NA), n=cycles)
+    def brake_to_rest(self, x, y, scale, n_acc, n_cruise, n_brake, end, exact, hold, subset, n):
+        """A TRAJECTORY_MODE client streams a trapezoid to rest (a ruckig or trapezoid profile: from the reference's
+        velocity up to a peak within the limits, cruise, brake), ends on points at rest whose acceleration is still
+        set — the braking one (the profile's end instant; it may be repeated), one along the motion, none, or any
+        — with the velocity exactly 0 or what the client's floating point leaves there, then stops sending: the
+        reference must not run back (issue 32 item 2, the review's M1)."""
+        r = self.rig
+        # (on a robot that runs it: most examples leave it stopped, latched or faulted, and a stream is then ignored)
+        if r.latched:
+            r.estop(False)
+        if r.squeezed:
+            r.cuff(False)
+        if not r._active() or r.s.error[0] == 1.0:
+            r.reset()
+            r.enable(True)
+            r.step(20)
+        idx = sorted(subset)
+        T = 0.01
+        reach = 0.6 * VMAX[idx]
+        reach = np.minimum(reach, 0.8 * AMAX[idx] * n_brake * T)
+        if n_acc:
+            reach = np.minimum(reach, 0.8 * AMAX[idx] * n_acc * T)
+        vpeak = scale * reach * x[idx]
+        a_brake = -vpeak / (n_brake * T)
+        a_end = {"opposing": a_brake, "along": -a_brake, "zero": 0.0 * a_brake,
+                 "mixed": 0.5 * AMAX[idx] * y[idx]}[end]
+        if end not in ("opposing", "zero"):
+            hold = 1  # (more points at rest with an acceleration that moves the joint on would each pull it back)
+        r.profile(vpeak, n_acc, n_cruise, n_brake, a_end, exact, hold, [ARM[i] for i in idx])
+        r.run((n_acc + n_cruise + n_brake + hold) * T)  # (the whole profile: the client sends nothing after it)
+        self._then(n)
+
     @precondition(lambda self: self.rig is not None and self.rig.stream is not None)
     @rule(n=cycles)
     def stop_stream(self, n):
