@@ -22,18 +22,19 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   ``REST_SPEED``, reference steps ≤ ``REST_SPEED``·dt, drift ≤ ``REST_DRIFT``) until a new command is executed
   (a JointCommand the loop counts while the robot is active and no latch or zero-G holds it, a whole trajectory that
   starts, an interaction command, for the head a head command) — except that interaction control on at a cuff
-  release resumes by itself (README), and may move the arm (a force axis). While the E-stop latch, a collision hold or the
-  brakes hold, the arm is at rest whatever was commanded. Pushes and zero-G move the arm from outside: the clock
-  restarts when they end;
+  release resumes by itself (README), and may move the arm (a force axis). While the E-stop latch, a collision hold
+  or the brakes hold, the arm is at rest whatever was commanded. Pushes and zero-G move the arm from outside: the
+  clock restarts when they end;
 * ``reversal``: after the last command of a VELOCITY or TRAJECTORY stream, no joint's reference runs back against
-  its direction of motion by more than a jerk-limited stop ramp can from the braking it was doing (``STOP_REVERSE_K``
-  × the cube of the largest acceleration against that direction the reference had while still moving along it,
-  from the stream's last command period on: nothing for a joint at rest), nor the measured joint by more than that plus ``TRACK_SLACK`` (joints the law tracks: under
-  interaction control the force moves the arm and the reference is kept with it). A joint's direction is the sign of
-  the last velocity the stream commanded it that was not zero (``V_ZERO``: a profile's end point at rest, its
-  braking acceleration still set, keeps the direction the profile had); a joint the stream never moved takes the
-  reference's motion over the last command period, and one at rest then its first motion. A reference still moving
-  against the stream's direction at its last command (its momentum) may first come to rest;
+  its direction of motion by more than a jerk-limited stop ramp can from the braking it was doing
+  (``STOP_REVERSE_K`` × the cube of the largest acceleration against that direction the reference had while still
+  moving along it, from the stream's last command period on: nothing for a joint at rest), nor the measured joint
+  by more than that plus ``TRACK_SLACK`` (joints the law tracks: under interaction control the force moves the arm
+  and the reference is kept with it). A joint's direction is the sign of the last velocity the stream commanded it
+  that was not zero (``V_ZERO``: a profile's end point at rest, its braking acceleration still set, keeps the
+  direction the profile had); a joint the stream never moved takes the reference's motion over the last command
+  period, and one at rest then its first motion. A reference still moving against the stream's direction at its
+  last command (its momentum) may first come to rest;
 * ``goal``: a whole trajectory runs with a moving reference only if its execute was sent after the last override
   or stop event (stop, disable, fault, E-stop latch on/off, collision hold begin/end, cuff squeeze/release, reset).
 """
@@ -133,9 +134,9 @@ class Stream:
 class Profile:
     """A client's trapezoid profile, sampled at 100 Hz as the client computes it: per joint from velocity ``v0``
     accelerate to ``vpeak`` over ``n_acc`` periods (0: a jump to it), cruise ``n_cruise``, brake to rest over
-    ``n_brake`` (≥ 1); then ``hold`` points at rest — the first is the profile's end instant — with the acceleration
-    ``a_end``, and nothing more. The velocity at rest is exactly 0 (``exact``), or what the client's floating point
-    gives at its end instant (0.4 - 4 * (0.4 - 0.3) = -1.1e-16: a rounding, not a direction)."""
+    ``n_brake`` (≥ 1); then ``hold`` points at rest — the first is the profile's end instant — with the
+    acceleration ``a_end``, and nothing more. The velocity at rest is exactly 0 (``exact``), or what the client's
+    floating point gives at its end instant (0.4 - 4 * (0.4 - 0.3) = -1.1e-16: a rounding, not a direction)."""
     v0: np.ndarray
     vpeak: np.ndarray
     n_acc: int

@@ -8,7 +8,7 @@ from intera_compat.config import load_config
 from intera_compat.control.interaction import InteractionLimits, pack
 from intera_compat.hardware.sim import SimBackend, fault_words
 from intera_compat.loop.layouts import (MSG_CUFF, MSG_ENABLE, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
-                                       MSG_SIM_FAULT, MSG_STOP, TRAJECTORY_MODE, VELOCITY_MODE)
+                                       MSG_SIM_FAULT, MSG_STOP, POSITION_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.sources import trajectory as T
@@ -175,6 +175,41 @@ def test_a_stream_starting_at_full_speed_is_shaped_onto_it_without_overshoot():
     rest = q0 + (-0.6 + 0.5 * 6.0 * 0.1) * 0.1  # where the braking stream's extrapolation comes to rest
     assert ref[-1] == pytest.approx(rest, abs=1e-3)
     assert ref.min() > rest - 1e-3, f"the shaped reference overshot the stream by {rest - ref.min():.4f} rad"
+
+
+@pytest.mark.parametrize("first", ["velocity", "position"])
+def test_a_stream_that_begins_while_a_joint_it_does_not_name_moves_never_pulls_that_joint_back(first):
+    """Fuzz invariant ``reversal`` (bench/fuzz_long.py on e3d3738, shrunk by hand: the example streamed right_j4 from
+    rest with a = -3.8 rad/s² while right_j0-only points kept its stream alive, then began a new right_j0-only
+    TRAJECTORY_MODE stream while the command timeout's hold had right_j4 at -1.66 rad/s; it ran 0.083 rad back).
+    right_j4 moves down (VELOCITY_MODE at -1.5 rad/s, or a POSITION_MODE target 1 rad below, -0.9 rad/s) and a
+    single TRAJECTORY_MODE point naming only right_j0 comes: the stream source starts every joint it does not name
+    at rest where the reference is (StreamSource.activate: v = a = 0), so joint_limits brakes right_j4 at
+    12 rad/s² past that point (88 mm from -1.5 rad/s) and pulls it back; at the stream's timeout the hold's stop
+    ramp takes over the returning reference (+1 rad/s) and carries it on: 0.374 rad back against its motion,
+    ending 0.286 rad behind where it was when the point came (31 mm back after the POSITION target; 39 mm after a
+    whole trajectory). A joint the stream does not name must not be pulled back against its motion."""
+    L = started()
+    L.run(0.1)
+    s = L.state.local
+    if first == "velocity":
+        v = np.zeros(7)
+        v[4] = -1.5
+        L.run(0.3, lambda: L.send(VELOCITY_MODE, ARM, velocity=v))
+    else:
+        target = s.cmd_position[:7].copy()
+        target[4] -= 1.0
+        L.send(POSITION_MODE, ARM, position=target)
+        L.run(0.3)
+    assert s.cmd_velocity[4] < -0.5  # (right_j4 moving down)
+    assert L.send(TRAJECTORY_MODE, ["right_j0"], position=[s.cmd_position[0]], velocity=[0.0],
+                  acceleration=[0.0]).ok
+    ref = []
+    for _ in range(1500):
+        L.step()
+        ref.append(s.cmd_position[4])
+    back = run_back(np.array(ref), -1.0)
+    assert back < 1e-3, f"right_j4's reference ran {back:.4f} rad back"
 
 
 # ---- issue 32 (3): impedance around a reference that runs on against an obstacle --------------------------------
