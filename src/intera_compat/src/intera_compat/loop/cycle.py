@@ -150,7 +150,7 @@ class LoopCycle:
         self.position = PositionSource(arm, lo, hi, vmax, amax, dt)
         self.velocity = VelocitySource(arm, lo, hi, vmax, amax, dt)
         self.torque = TorqueSource(arm, lim.effort, HoldSource(arm, lo, hi, vmax, amax, dt))
-        self.stream = StreamSource(arm)
+        self.stream = StreamSource(arm, amax)
         c = cfg.control
         self.trajectory = TrajectorySource(arm, vmax, amax, dt, int(c.get("max_trajectory_knots", 10000)),
                                            float(c.get("trajectory_start_tolerance", 0.05)))

@@ -22,9 +22,12 @@ REST_SPEED = 1e-6  # rad/s: a streamed velocity this small is a joint at rest (i
 class StreamSource(SetpointSource):
     streaming = True
 
-    def __init__(self, idx: slice):
+    def __init__(self, idx: slice, amax=None):
+        """``amax`` (all joints, rad/s²): how hard a joint the first point does not name brakes to rest (None: it
+        stops dead)."""
         super().__init__(idx)
         n = idx.stop - idx.start
+        self.amax = np.zeros(n) if amax is None else np.asarray(amax, float)[idx].copy()
         self.p, self.v, self.a = np.zeros(n), np.zeros(n), np.zeros(n)
         self.t0 = 0.0
         self._tmp = np.zeros(n)
@@ -91,11 +94,15 @@ class StreamSource(SetpointSource):
         self.t0 = now
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
+        """Take over the reference as it moves: a joint the stream's points do not name brakes from its velocity to
+        rest at its acceleration limit (it was started at rest where it was, and the shaping pulled it back)."""
         i = self.idx
-        self.p[:] = hw.position[i] if sp.torque_only[i].any() else sp.q[i]
-        self.v[:] = 0.0
-        self.a[:] = 0.0
-        np.sign(sp.v[i], out=self.dir)  # (taking over a moving reference: its direction of motion)
+        measured = sp.torque_only[i].any()
+        self.p[:] = hw.position[i] if measured else sp.q[i]
+        self.v[:] = hw.velocity[i] if measured else sp.v[i]
+        np.sign(self.v, out=self.dir)
+        np.multiply(self.dir, self.amax, out=self.a)
+        np.negative(self.a, out=self.a)
         self.t0 = now
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
