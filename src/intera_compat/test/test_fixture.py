@@ -89,7 +89,8 @@ def test_ready_means_every_interface_is_up_and_the_arm_starts_as_asked(sawyer):
         t0 = T.sim_time()
         T.sleep(2.0)  # robot time, however fast this machine runs it
         assert T.sim_time() - t0 >= 2.0
-    assert len(rec.t) > 50 and np.all(np.diff(rec.t) > 0) and rec.q.shape == (len(rec.t), 7)
+    # (in order; under load the listener has been seen to publish one state twice: not a step back)
+    assert len(rec.t) > 50 and np.all(np.diff(rec.t) >= 0) and rec.q.shape == (len(rec.t), 7)
     with pytest.raises(AssertionError, match="right_j0"):  # (names the joints that are off)
         T.assert_reached(target, tol=0.01)
 

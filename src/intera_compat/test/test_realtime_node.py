@@ -54,12 +54,14 @@ def test_limb_role_enable_and_move_to_neutral(robot):
 
 
 def stamp_period(topic, cls, count=200, timeout=30.0):
-    """Median spacing of the next ``count`` message stamps (sim time: no wall-clock timing involved)."""
+    """The most common spacing of the next ``count`` message stamps, to 0.1 ms (sim time: no wall-clock timing
+    involved; a listener that fell behind under load skips ticks now and then, which moves a median, not this)."""
     stamps = []
     sub = rospy.Subscriber(topic, cls, lambda m: stamps.append(m.header.stamp.to_sec()), queue_size=1000)
     assert wait_for(lambda: len(stamps) >= count, timeout)
     sub.unregister()
-    return float(np.median(np.diff(stamps[:count])))
+    d, n = np.unique(np.round(np.diff(stamps[:count]), 4), return_counts=True)
+    return float(d[np.argmax(n)])
 
 
 @pytest.fixture
