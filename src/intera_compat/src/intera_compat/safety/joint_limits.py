@@ -78,7 +78,7 @@ class JointLimits(SafetyPlugin):
         self.pd = np.zeros(n)  # its last step (rad per cycle)
         self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
         self._free, self._m = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        self._r, self._rb, self._brk = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
+        self._r, self._rb, self._brk, self._up = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, bool)
         self._primed = False
 
     def set_range(self, lower: np.ndarray, upper: np.ndarray) -> None:
@@ -262,7 +262,7 @@ class JointLimits(SafetyPlugin):
         np.copyto(sp.a, t, where=m)
 
     def _rest(self, sp: Setpoint, lo: np.ndarray, hi: np.ndarray) -> None:
-        """Where the source brakes (v·a < 0: a stream's last point, a stop), the step range toward where it comes to
+        """Where the source brakes (v and a of opposite signs: a stream's last point, a stop), the step range toward where it comes to
         rest is no more than stops there: a reference catching up with a braking source never passes its resting
         point to come back (the acceleration limit still wins: it is a target, not a limit)."""
         r, rb, brk = self._r, self._rb, self._brk
@@ -283,13 +283,18 @@ class JointLimits(SafetyPlugin):
         np.maximum(r, 0.0, out=rb)  # moving up: at most the step that still stops there
         stopping_step(rb, self.dstep, rb)
         np.maximum(rb, lo, out=rb)
-        np.copyto(hi, np.minimum(hi, rb, out=rb), where=brk & (sp.v > 0.0))
+        up = self._up
+        np.greater(sp.v, 0.0, out=up)
+        up &= brk
+        np.copyto(hi, np.minimum(hi, rb, out=rb), where=up)
         np.minimum(r, 0.0, out=rb)  # moving down: likewise
         np.negative(rb, out=rb)
         stopping_step(rb, self.dstep, rb)
         np.negative(rb, out=rb)
         np.minimum(rb, hi, out=rb)
-        np.copyto(lo, np.maximum(lo, rb, out=rb), where=brk & (sp.v < 0.0))
+        np.less(sp.v, 0.0, out=up)
+        up &= brk
+        np.copyto(lo, np.maximum(lo, rb, out=rb), where=up)
 
     def _close(self, gap: np.ndarray) -> None:
         """gap (≥ 0) → how much of it one cycle may close and still arrive at rest relative to

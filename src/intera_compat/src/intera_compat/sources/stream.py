@@ -4,9 +4,10 @@ between commands with constant acceleration; the acceleration is the inverse-dyn
 A point that decelerates (its acceleration against the joint's direction of motion: its velocity's sign, or
 for a point at rest the sign of the last velocity the stream gave that joint) is extrapolated only up to where its
 velocity reaches zero, and stays there: a stream that stops on a braking point — or on the last point of a
-profile, at rest with its braking acceleration still set — never runs back against its own direction of motion (a Sawyer's stream extrapolation does not reverse either; the command timeout's stop
-ramp then starts at rest). Joints a command does not name keep extrapolating from where their last point put
-them now.
+profile, at rest with its braking acceleration still set — never runs back against its own direction of motion
+(the command timeout's stop ramp then starts at rest). Joints a command does not name keep extrapolating from
+where their last point put them now; when the stream takes over a moving reference, those its first point does not
+name brake to rest at their acceleration limit.
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class StreamSource(SetpointSource):
     def accept(self, mask: np.ndarray, position, velocity, acceleration, now: float) -> None:
         i = self.idx
         m = mask[i]
-        self._advance(now - self.t0)  # (the joints it does not name go on from where they are now)
+        # where the last point went: unnamed joints go on from there, and each joint keeps the direction it took
+        self._advance(now - self.t0)
         if np.count_nonzero(m) == len(m):  # the usual case: every joint named
             self.p[:] = position[i]
             self.v[:] = velocity[i]
@@ -100,7 +102,8 @@ class StreamSource(SetpointSource):
         measured = sp.torque_only[i].any()
         self.p[:] = hw.position[i] if measured else sp.q[i]
         self.v[:] = hw.velocity[i] if measured else sp.v[i]
-        np.sign(self.v, out=self.dir)
+        self.dir[:] = 0.0
+        self._keep_direction()
         np.multiply(self.dir, self.amax, out=self.a)
         np.negative(self.a, out=self.a)
         self.t0 = now
