@@ -13,6 +13,7 @@ from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.safety.collision_detection import IMPACT, NONE
 from intera_compat.sources import trajectory as T
+from test_trajectory import min_jerk
 
 CFG = load_config()
 ARM = CFG.joint_names
@@ -24,16 +25,6 @@ def started(obstacles=()):
     L = OfflineLoop(backend=SimBackend(RobotModel(CFG), CFG.full_pose("neutral"), obstacles=obstacles))
     L.run(0.1)
     return L
-
-
-def ramp(q0, dq, duration=1.0, k=21):
-    """A min-jerk move by ``dq`` (rest to rest)."""
-    t = np.linspace(0.0, duration, k)
-    s = t / duration
-    p = 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5
-    dp = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration
-    ddp = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2
-    return t, q0 + np.outer(p, dq), np.outer(dp, dq), np.outer(ddp, dq)
 
 
 def interaction_words(active=True, modes=(IMPEDANCE,) * 6, K=(1300, 1300, 1300, 30, 30, 30), force=(0.0,) * 6,
@@ -92,7 +83,7 @@ def test_a_trajectory_sent_while_an_override_holds_the_arm_is_refused_and_nothin
     else:
         reason = hold_on(L, kind)
     q0 = L.arm_q
-    tid = L.trajectories.execute(*ramp(q0, np.array([0.4, 0, 0, 0, 0, 0, 0])))
+    tid = L.trajectories.execute(*min_jerk(q0, q0 + np.array([0.4, 0, 0, 0, 0, 0, 0]), 1.0, 21))
     L.run(0.05)
     res = L.trajectories.results.get(tid)
     assert res is not None and res.status == T.REJECTED and res.reason == reason  # at once, naming the cause

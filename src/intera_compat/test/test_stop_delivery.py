@@ -15,6 +15,7 @@ from intera_compat.loop.layouts import (MSG_ENABLE, MSG_RESET, MSG_SAFETY_ESTOP,
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.ros.trajectory_server import ExecuteTrajectoryServer, _Goal
 from intera_compat.sources import trajectory as T
+from test_trajectory import min_jerk
 
 ARM = [f"right_j{i}" for i in range(7)]
 JUNK = 99  # a kind the loop reads and ignores: stands for whole trajectories filling the ring
@@ -53,16 +54,6 @@ def step_until(L: OfflineLoop, done) -> bool:
 def state(L):
     s = L.state.local
     return int(s.enabled[0]), int(s.stopped[0]), int(s.error[0])
-
-
-def min_jerk(q0, q1, duration, k=41):
-    t = np.linspace(0.0, duration, k)
-    s = t / duration
-    p = 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5
-    dp = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration
-    ddp = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2
-    d = q1 - q0
-    return t, q0 + np.outer(p, d), np.outer(dp, d), np.outer(ddp, d)
 
 
 def test_a_stop_posted_into_a_full_ring_reaches_the_loop(loop):
