@@ -108,6 +108,7 @@ def test_an_injected_fault_stops_the_robot_until_it_is_over_reset_and_enabled(sa
     T.assert_reached(held, tol=2e-3)
     T.reset()
     T.enable()
+    assert T.wait_until(lambda: len(events.sequence()) >= 4, 1.0)  # (the log's own subscriber may be behind)
     assert events.sequence() == [("state", "enabled"),
                                  ("state", "disabled stopped error estop_button=2"),  # (unknown: no link to it)
                                  ("state", "disabled"), ("state", "enabled")]

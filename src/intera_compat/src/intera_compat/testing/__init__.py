@@ -230,6 +230,10 @@ class EventLog:
         from intera_motion_msgs.msg import MotionCommandActionResult
         self.events, self._lock = [], threading.Lock()
         self._state, self._collision = None, None
+        if any(topic == "/clock" for topic, _ in rospy.get_published_topics()):
+            # every stamp the robot's, from the first: a state that came before this process's first /clock of a new
+            # robot took this process's own time (seen under load: a fault sorted after the reset that cleared it)
+            _Latest.get("/clock", Clock).wait(wait)
         self.subs = [
             rospy.Subscriber("/robot/state", RobotAssemblyState, self._on_state, queue_size=100),
             rospy.Subscriber("/robot/limb/right/collision_detection_state", CollisionDetectionState,
