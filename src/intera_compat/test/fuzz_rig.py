@@ -34,7 +34,8 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   that was not zero (``V_ZERO``: a profile's end point at rest, its braking acceleration still set, keeps the
   direction the profile had); a joint the stream never moved takes the reference's motion over the last command
   period, and one at rest then its first motion. A reference still moving against the stream's direction at its
-  last command (its momentum) may first come to rest;
+  last command (its momentum) may first come to rest; a joint whose last TRAJECTORY point was at rest may come back
+  to that point's position (a client that sends a position behind a moving joint asks for it);
 * ``goal``: a whole trajectory runs with a moving reference only if its execute was sent after the last override
   or stop event (stop, disable, fault, E-stop latch on/off, collision hold begin/end, cuff squeeze/release, reset).
 """
@@ -124,6 +125,8 @@ class Stream:
     names: list = field(default_factory=lambda: list(ARM))
     profile: "Profile | None" = None  # TRAJECTORY: a piecewise profile that ends at rest (then the stream ends)
     dir: np.ndarray = field(default_factory=lambda: np.zeros(NA))  # per arm joint: sign of the last v ≠ 0 sent
+    rest_at: np.ndarray = field(default_factory=lambda: np.full(NA, np.nan))  # TRAJECTORY: where the last point,
+    # at rest, told a joint to be (NaN: its last point was moving, or none)
     refs: list = field(default_factory=list)  # the reference (q, v) as the last two commands were sent
     va: np.ndarray = field(default_factory=lambda: np.zeros((2, PERIOD_CYCLES, NA)))  # its (v, a), last period
     cycles: int = 0  # cycles run while it streamed
@@ -283,7 +286,7 @@ class FuzzRig:
         # the reference's motion over the last command period (its velocity when a single command was sent)
         moved = q_last - st.refs[0][0] if len(st.refs) == 2 else v_last * COMMAND_PERIOD
         self.rev = {"armed": True, "mode": st.mode, "dir": st.dir.copy(), "moved": moved, "v_last": v_last,
-                    "va": st.va.copy()}
+                    "va": st.va.copy(), "rest_at": st.rest_at.copy()}
 
     def _stream_send(self) -> None:
         st = self.stream
@@ -292,7 +295,8 @@ class FuzzRig:
         v = None
         if st.profile is not None:
             dp, v, a = st.profile.sample(st.sent)
-            ok = self._send(TRAJECTORY_MODE, st.names, {"position": st.p0 + dp, "velocity": v, "acceleration": a})
+            p = st.p0 + dp
+            ok = self._send(TRAJECTORY_MODE, st.names, {"position": p, "velocity": v, "acceleration": a})
         elif st.mode == TRAJECTORY_MODE:
             a = st.accel
             v = st.values + a * t
@@ -307,6 +311,8 @@ class FuzzRig:
         if v is not None and ok.ok:  # (the direction the loop was told: a refused command tells it nothing)
             moving = np.abs(v) > V_ZERO
             st.dir[np.asarray(idx)[moving]] = np.sign(v[moving])
+            if st.mode == TRAJECTORY_MODE:
+                st.rest_at[idx] = np.where(moving, np.nan, p)
         st.refs = (st.refs + [(self.s.cmd_position[:NA].copy(), self.s.cmd_velocity[:NA].copy())])[-2:]
         if st.profile is not None and st.sent >= st.profile.n_points:
             self._end_stream()  # (the profile's last point: the client sends nothing more)
@@ -605,14 +611,18 @@ class FuzzRig:
         rv["last"] = cq.copy()
         along = v * d > 0.0
         np.maximum(rv["brake"], np.where(along, np.maximum(-a * d, 0.0), 0.0), out=rv["brake"])
-        tol = STOP_REVERSE_K[:NA] * np.minimum(rv["brake"], AMAX[:NA]) ** 3 + REVERSE_SLACK
+        stop_tol = STOP_REVERSE_K[:NA] * np.minimum(rv["brake"], AMAX[:NA]) ** 3 + REVERSE_SLACK
         # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
         tracked = ~self.c.sp.torque_only[:NA]
-        for name, x, key, tl in (("reference", cq, "ref", tol), ("measured", q, "meas", tol + TRACK_SLACK)):
+        for name, x, key, slack in (("reference", cq, "ref", 0.0), ("measured", q, "meas", TRACK_SLACK)):
             ext = rv[key]
             np.copyto(ext, np.where(d > 0, np.maximum(ext, x), np.where(d < 0, np.minimum(ext, x), x)))
             np.copyto(ext, x, where=coast)
             back = (ext - x) * d
+            # a joint whose last point told it to rest at a position behind where it went (a client that sent the
+            # reference's position of a moment ago) may come back to that point: the client asked for it
+            to_rest = np.nan_to_num((ext - rv["rest_at"]) * d, nan=0.0)
+            tl = np.maximum(stop_tol, to_rest + REVERSE_SLACK) + slack
             bad = tracked & (back > tl)
             if bad.any():
                 j = int(np.argmax(bad))

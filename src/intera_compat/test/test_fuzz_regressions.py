@@ -328,3 +328,34 @@ def test_a_trajectory_stream_into_a_position_limit_is_braked_onto_it():
     acc = np.abs(np.diff(np.array(ref), 2)).max() / L.dt ** 2
     assert acc <= lim.accel[5] * 1.15, f"the reference stopped at {acc:.0f} rad/s²"
     assert peak < lim.upper[5] + 2e-3, f"the arm ran {peak - lim.upper[5]:.4f} rad past its limit"
+
+
+def test_a_stream_that_asks_a_fast_joint_to_rest_behind_it_brakes_and_comes_back_to_that_point_not_past_it():
+    """Fuzz invariant ``reversal`` (bench/fuzz_long.py on 697c846, 14-min run): right_j6 at 4.5 rad/s
+    (VELOCITY_MODE), then a client streams TRAJECTORY_MODE points at rest (v = a = 0) at the position right_j6 had
+    when it began. The joint cannot stop there: it brakes at its acceleration limit, passes the point by its
+    stopping distance and comes back to it — what the client asked for (the rig now allows a return to a point at
+    rest the stream commanded). It must come back to that point and not past it, and not overshoot by more than a
+    stop from that speed takes."""
+    L = started()
+    L.run(0.1)
+    s = L.state.local
+    v = np.zeros(7)
+    v[6] = 4.5
+    L.run(0.3, lambda: L.send(VELOCITY_MODE, ARM, velocity=v))
+    speed = s.cmd_velocity[6]
+    assert speed > 3.0
+    p = s.cmd_position[[3, 6]].copy()
+    ref = []
+    for k in range(1200):
+        if k % 10 == 0 and k < 1000:
+            assert L.send(TRAJECTORY_MODE, ["right_j3", "right_j6"], position=p, velocity=[0.0, 0.0],
+                          acceleration=[0.0, 0.0]).ok
+        L.step()
+        ref.append(s.cmd_position[6])
+    ref = np.array(ref)
+    overshoot = ref.max() - p[1]
+    amax, ramp = 12.0, 0.1  # (right_j6's acceleration limit; the jerk limit's ramp to it, amax / (10 amax))
+    assert ref[-1] == pytest.approx(p[1], abs=1e-4)
+    assert ref.min() > p[1] - 1e-4, f"right_j6 came back {p[1] - ref.min():.4f} rad past the commanded point"
+    assert 0.0 < overshoot < speed ** 2 / (2.0 * amax) + speed * ramp, f"overshoot {overshoot:.4f} rad"
