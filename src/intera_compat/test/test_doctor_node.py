@@ -50,11 +50,11 @@ def test_doctor_names_a_missing_interface(launch):
     robot.close()
 
 
-def test_the_readme_troubleshooting_table_is_doctors():
-    """The README's troubleshooting table is ``doctor --troubleshooting``'s output (every problem, the fix it gives)."""
+def test_the_docs_troubleshooting_table_is_doctors():
+    """docs/troubleshooting.md's table is ``doctor --troubleshooting``'s output (every problem, the fix it gives)."""
     import re
 
     from intera_compat.ros.doctor import troubleshooting
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "README.md")).read()
-    block = re.search(r"<!-- doctor --troubleshooting -->\n(.*?)\n<!-- end doctor --troubleshooting -->", readme, re.S)
+    page = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "troubleshooting.md")).read()
+    block = re.search(r"<!-- doctor --troubleshooting -->\n(.*?)\n<!-- end doctor --troubleshooting -->", page, re.S)
     assert block and block.group(1) == troubleshooting()
