@@ -22,9 +22,9 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   ``REST_SPEED``, reference steps ≤ ``REST_SPEED``·dt, drift ≤ ``REST_DRIFT``) until a new command is executed
   (a JointCommand the loop counts while the robot is active and no latch or zero-G holds it, a whole trajectory that
   starts, an interaction command, for the head a head command) — except that interaction control on at a cuff
-  release resumes by itself (README), and may move the arm (a force axis). While the E-stop latch, a collision hold
-  or the brakes hold, the arm is at rest whatever was commanded. Pushes and zero-G move the arm from outside: the
-  clock restarts when they end;
+  release resumes by itself (docs/interaction.md), and may move the arm (a force axis). While the E-stop latch, a
+  collision hold or the brakes hold, the arm is at rest whatever was commanded. Pushes and zero-G move the arm from
+  outside: the clock restarts when they end;
 * ``reversal``: after the last command of a VELOCITY or TRAJECTORY stream, no joint's reference runs back against
   its direction of motion by more than a jerk-limited stop ramp can from the braking it was doing
   (``STOP_REVERSE_K`` × the cube of the largest acceleration against that direction the reference had while still
@@ -356,7 +356,7 @@ class FuzzRig:
             self.squeezed = on
             self._override()
             if not on and self.s.interaction_on[0] == 1.0 and self._active():
-                self.permitted = True  # (README: after a squeeze interaction control resumes by itself)
+                self.permitted = True  # (docs/interaction.md: after a squeeze interaction control resumes by itself)
 
     def push(self, link: str, wrench, duration: float) -> None:
         self._record(f"rig.push({link!r}, {_lst(wrench)}, {duration!r})")

@@ -1,4 +1,4 @@
-"""Dead-man: whatever dies, the arm stops (README "Dead-man: what stops the arm when something dies").
+"""Dead-man: whatever dies, the arm stops (docs/safety.md "Dead-man: what stops the arm when something dies").
 
 * The loop process (no ROS): an exception in a cycle, SIGTERM, SIGINT, the control record's shutdown and the death of
   its parent (the realtime_loop node) all end it through the same way out — the backend braked, then closed.

@@ -165,9 +165,9 @@ def test_a_stream_that_ends_at_rest_as_the_client_computes_it_never_runs_back():
 
 def test_a_stream_starting_at_full_speed_is_shaped_onto_it_without_overshoot():
     """Found while writing the test above (the fuzz suite's reversal bound, a jerk-limited stop's, is wider): a stream
-    that starts at -0.6 rad/s from rest on right_j3 and brakes at 6 rad/s² (5 points, then nothing). README:
-    joint_limits shapes a stream starting at full speed "converging on the source without overshoot"; the shaped
-    reference passed the stream's resting point by 6 mrad and came back."""
+    that starts at -0.6 rad/s from rest on right_j3 and brakes at 6 rad/s² (5 points, then nothing).
+    docs/architecture.md: joint_limits shapes a stream starting at full speed "converging on the source without
+    overshoot"; the shaped reference passed the stream's resting point by 6 mrad and came back."""
     L = started()
     L.run(0.1)
     q0 = L.state.local.cmd_position[3]

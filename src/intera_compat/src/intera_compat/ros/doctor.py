@@ -58,7 +58,7 @@ START = "start the robot: . ./env.sh && roslaunch intera_compat sawyer_sim.launc
 SDK_VERSIONS = ("5.3.0", "5.3.1", "5.3.2")  # what intera_interface's version check (SDK 5.3) accepts
 REBUILD = "rebuild the message packages (./setup.sh) on both sides"
 # Every problem doctor can report, as (check, what it says, the fix): the checks below give these fixes, and the
-# README's troubleshooting table is printed from this list (doctor --troubleshooting), so both say the same.
+# table of docs/troubleshooting.md is printed from this list (doctor --troubleshooting), so both say the same.
 TROUBLES = {
     "venv": ("Python venv", "not the repository's venv over /usr/bin/python3",
              "source the environment first: . ./env.sh (after ./setup.sh)"),
@@ -102,7 +102,7 @@ def fix(key: str) -> str:
 
 
 def troubleshooting() -> str:
-    """The README's troubleshooting table (markdown)."""
+    """The troubleshooting table of docs/troubleshooting.md (markdown)."""
     rows = ["| doctor's check | when it says | do this |", "|---|---|---|"]
     rows += [f"| {what} | {says} | {fx} |" for what, says, fx in TROUBLES.values()]
     return "\n".join(rows)
