@@ -7,4 +7,4 @@ cd "$(dirname "$0")"
 ROS_HOME="$(mktemp -d)"; export ROS_HOME
 trap 'rm -rf "$ROS_HOME"' EXIT
 unset ROS_IP
-python -m pytest -q -rfE "$@"
+python -m pytest -q -rfEs "$@"  # (-rfEs: failures, errors and every skip with its reason)

@@ -1,5 +1,5 @@
 """What a Noetic robot computer's Python gave the Intera SDK's scripts and Debian 12's does not, put back in the
-venv by ``./setup.sh --with-sdk`` (a ``.pth`` line imports this module at start-up). Only with the SDK.
+venv by ``./setup.sh`` (not ``--minimal``; a ``.pth`` line imports this module at start-up). Only with the SDK.
 
 * PyYAML: Noetic shipped 5.3, where ``yaml.load(stream)`` without a Loader used FullLoader and warned; Debian's 6.0
   raises TypeError (send_traj_from_file.py calls it so, then finds the trajectory "empty"). No PyYAML 5.x installs

@@ -6,7 +6,8 @@
 * ``docs/img/viewer.png``: ``sawyer_sim.launch viewer:=true scene:=table``, MuJoCo's viewer on the plant (the same
   colours, the obstacle scene), grabbed the same way.
 
-Needs ``./setup.sh --with-viz`` (RViz, Xvfb). Run from the repository root after ``. ./env.sh``:
+Needs RViz and Xvfb (``./setup.sh`` installs them, ``--minimal`` does not). Run from the repository root
+after ``. ./env.sh``:
 
     python tools/screenshots.py
 """
@@ -51,7 +52,7 @@ def main() -> int:
     os.makedirs(OUT, exist_ok=True)
     xvfb = start_xvfb("1280x900x24")
     if xvfb is None:
-        raise SystemExit("Xvfb did not start (./setup.sh --with-viz installs it)")
+        raise SystemExit("Xvfb did not start (./setup.sh installs it; --minimal does not)")
     proc, display = xvfb
     try:
         launch_shot(display, os.path.join(OUT, "rviz.png"), "rviz:=true")

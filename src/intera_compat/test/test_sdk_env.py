@@ -1,4 +1,4 @@
-"""The environment ``./setup.sh --with-sdk`` leaves for the Intera SDK (skipped without the SDK).
+"""The environment ``./setup.sh`` leaves for the Intera SDK (skipped without the SDK: ``./setup.sh --minimal``).
 
 An SDK script's first line is ``import intera_interface``; whatever that prints on stderr (a NumPy
 ABI warning, a Traceback from a module built for numpy 1.x) every user sees on every run.
@@ -11,8 +11,8 @@ import pytest
 
 SDK_MISSING = importlib.util.find_spec("intera_interface") is None
 pytestmark = pytest.mark.skipif(
-    SDK_MISSING, reason="Intera SDK not built here: clone RethinkRobotics/intera_sdk into src/ and run "
-                        "./setup.sh --with-sdk")
+    SDK_MISSING, reason="Intera SDK not built here (./setup.sh --minimal leaves it out): ./setup.sh installs it "
+                        "into src/intera_sdk")
 
 
 def run(code: str) -> str:
