@@ -1,6 +1,10 @@
 """Test harness: a private rosmaster per pytest process and nodes run in their own process groups — the fixtures of
-``intera_compat.testing.pytest_plugin`` (``ros_master``, ``launch``, ``sawyer``), which users' suites use too — and
-each backend's launch as the ``robot`` fixture.
+``intera_compat.testing.pytest_plugin`` (``ros_master``, ``launch``, ``module_launch``, ``sawyer``), which users'
+suites use too — and each backend's launch as the ``robot`` fixture.
+
+A launch takes tens of seconds on the loaded 2-core machine, a test seconds: a module whose tests can share one robot
+asks for ``sim_shared`` (one ``sawyer_sim.launch`` per module) through ``sim_home`` (each test starts from the robot
+brought home: ``intera_compat.testing.home``).
 """
 import os
 import sys
@@ -62,6 +66,21 @@ def pytest_unconfigure(config):
 def sim(launch):
     """The simulated Sawyer (sawyer_sim.launch, every robot-side server); yields its joint_states."""
     yield from _start_robot(launch, "sim")
+
+
+@pytest.fixture(scope="module")
+def sim_shared(module_launch):
+    """The simulated Sawyer (sawyer_sim.launch, no cameras) for every test of a module; yields its joint_states."""
+    yield from _start_robot(module_launch, "sim", "cameras:=false")
+
+
+@pytest.fixture
+def sim_home(sim_shared):
+    """``sim_shared`` brought home before the test (E-stop out, reset, enabled, at rest at neutral, the last test's
+    messages forgotten: ``intera_compat.testing.home``)."""
+    from intera_compat import testing as T
+    T.home("neutral")
+    return sim_shared
 
 
 # every backend's launch line (no_rt: the tests share two cores with it); the Limb-level node tests run against each

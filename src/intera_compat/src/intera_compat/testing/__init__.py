@@ -2,8 +2,9 @@
 rostest node. The process must be a rospy node (``rospy.init_node``; the pytest plugin's ``ros_master`` does it).
 
 Time is the robot's: ``/clock`` (the fixture runs on simulated time, faster than real time), so a wait of 5 s means
-5 s of the robot's life however long the machine takes; every wait also has a generous wall-clock guard so a dead
-simulator fails a test instead of hanging it.
+5 s of the robot's life however long the machine takes (a robot on wall time, ``/use_sim_time`` false, has no
+``/clock``: its time is the wall clock's); every wait also has a generous wall-clock guard so a dead simulator fails a
+test instead of hanging it.
 
 * ``wait_for_ready()`` — until the latched ``/robot/ready`` says every robot-side interface is up;
 * ``joint_positions()`` / ``joint_velocities()`` — the arm's, in ``/robot_config`` order (or ``names``);
@@ -12,7 +13,9 @@ simulator fails a test instead of hanging it.
 * ``JointRecorder`` — records the joint trajectory (``with JointRecorder() as rec: ...``; ``rec.t``, ``rec.q``,
   ``rec.v``, ``rec.save(path)``);
 * ``EventLog`` — what happened, in order: robot state changes, collisions, motion and trajectory goal results;
-* robot state: ``enable()``, ``disable()``, ``reset()``;
+* robot state: ``enable()``, ``disable()``, ``reset()``; ``home(pose, enabled)`` — back to a known state between tests
+  that share one robot (``module_launch``): E-stop out, cuff let go, reset, enabled, the arm at rest at ``pose``, the
+  last test's messages forgotten;
 * faults: ``press_estop()`` / ``release_estop()`` (the E-stop button), ``squeeze_cuff(True|False)`` (zero-G),
   ``push(link, force, torque, duration)`` (an external force on a link), ``inject_fault(fault, duration)``
   (``link_lost``, ``protective_stop``, ``controller_error``, ``hardware_estop``: what a real arm reports).
@@ -107,6 +110,12 @@ def sim_time() -> float:
     return _Latest.get("/clock", Clock).wait().clock.to_sec()
 
 
+def _robot_clock():
+    """The robot's clock: ``sim_time`` on simulated time, the wall clock on a robot without ``/clock``
+    (``/use_sim_time`` false: sawyer_sim.launch's default)."""
+    return sim_time if rospy.get_param("/use_sim_time", True) else time.time
+
+
 def _now() -> float:
     """The newest ``/clock`` without waiting for one (for subscriber callbacks); this process's ROS time when there
     is none yet (a robot on wall time has no /clock: its stamps are wall time too)."""
@@ -116,9 +125,10 @@ def _now() -> float:
 
 def wait_until(cond, timeout: float, period: float = 0.005) -> bool:
     """Until ``cond()`` is true (True) or ``timeout`` seconds of robot time have passed (False)."""
-    end, wall_end = sim_time() + timeout, time.monotonic() + WALL_GUARD + timeout
+    clock = _robot_clock()
+    end, wall_end = clock() + timeout, time.monotonic() + WALL_GUARD + timeout
     while not cond():
-        if sim_time() >= end or time.monotonic() > wall_end:
+        if clock() >= end or time.monotonic() > wall_end:
             return bool(cond())
         time.sleep(period)
     return True
@@ -307,6 +317,49 @@ def reset(timeout: float = 5.0) -> None:
     """Clears a stop or an error (after a fault is over, or the E-stop's release); the robot is disabled afterwards.
     A fault the arm still reports (``inject_fault``'s duration not over) re-stops it: give ``timeout`` enough."""
     _until_state(lambda s: not s.stopped and not s.error, "/robot/set_super_reset", Empty(), "reset", timeout)
+
+
+def _subscribed(topic: str) -> bool:
+    """Some node subscribes ``topic`` (the simulated arm's cuff, the safety E-stop: not every launch has them)."""
+    import rosgraph
+    _, subs, _ = rosgraph.Master(rospy.get_name()).getSystemState()
+    return any(t == topic and nodes for t, nodes in subs)
+
+
+def home(pose="neutral", enabled: bool = True, tol: float = 2e-3, timeout: float = 30.0) -> None:
+    """The robot back in a known state, for tests that share one launch (``module_launch``) instead of starting their
+    own: the E-stop button out, the safety E-stop released, the cuff let go, a stop or error reset, enabled, the arm
+    brought to ``pose`` (a named pose of ``/named_poses/right/poses``, a list of the arm's angles, or {name: angle};
+    position commands, re-sent) until it is within ``tol`` rad and at rest, disabled again if ``enabled`` is False,
+    and what the robot said before forgotten (``forget``). ``timeout``: robot seconds for each step (TimeoutError
+    naming it). A fault the arm still reports (``inject_fault``'s duration) keeps it stopped: wait that out first."""
+    from intera_core_msgs.msg import JointCommand
+    forget()
+    if isinstance(pose, str):
+        pose = rospy.get_param(f"/named_poses/right/poses/{pose}")
+    names = list(pose) if isinstance(pose, dict) else arm_joints()[:len(pose)]
+    target = np.asarray(list(pose.values()) if isinstance(pose, dict) else pose, float)
+    if robot_state().estop_button == RobotAssemblyState.ESTOP_BUTTON_PRESSED:
+        release_estop(timeout)
+    if _subscribed("/realtime_loop/safety_estop"):
+        _publisher("/realtime_loop/safety_estop", Bool).publish(Bool(False))
+    if _subscribed("/robot/sim/io/cuff"):
+        squeeze_cuff(False, timeout)
+    if robot_state().stopped or robot_state().error:
+        reset(timeout)
+    enable(timeout)
+    cmd, pub = JointCommand(mode=JointCommand.POSITION_MODE, names=names, position=list(target)), \
+        _publisher("/robot/limb/right/joint_command", JointCommand)
+
+    def there() -> bool:
+        return (np.abs(joint_positions(names) - target).max() <= tol
+                and np.abs(joint_velocities(names)).max() < 0.01)
+    if not wait_until(lambda: there() or pub.publish(cmd), timeout, period=0.02):
+        raise TimeoutError(f"home: the arm did not come to rest at {list(target)} within {timeout:g} s "
+                           f"(at {list(joint_positions(names))}; {robot_state()})")
+    if not enabled:
+        disable(timeout)
+    forget()
 
 
 # ---- faults ------------------------------------------------------------------------------------------------------
