@@ -18,6 +18,12 @@ NS = "/robot/limb/right/execute_trajectory"
 SENDER = os.path.join(os.path.dirname(__file__), "nodes", "trajectory_sender.py")
 
 
+@pytest.fixture
+def sim(sim_home):
+    """One sawyer_sim.launch for the module, brought home (neutral, enabled, at rest) before each test."""
+    return sim_home
+
+
 def goal(names, times, positions, **kw):
     jt = JointTrajectory(joint_names=names)
     for t, q in zip(times, positions):
