@@ -240,6 +240,25 @@ class InteractionParams:
         return other is not None and np.array_equal(self.words, other.words)
 
 
+def refusal_without_force_sensing(p: InteractionParams) -> str | None:
+    """Why an arm that senses no force (no joint torques, no wrist F/T) cannot carry ``p``; None when it can.
+
+    Every axis IMPEDANCE at ``max_impedance`` (go_to_joint_angles_in_contact.py's defaults) asks for the stiffest
+    arm the controller holds: on such an arm that is its position control (stiffer than a Sawyer's 3000 N/m in
+    contact, and ``K_nullspace`` is moot on a rigid arm). Anything softer, a force axis or a force limit needs a
+    measured force: refused rather than run stiff."""
+    if not p.active:
+        return None
+    soft = [i for i in range(6) if p.modes[i] != IMPEDANCE or not p.max_k[i]]
+    if not soft:
+        return None
+    i = soft[0]
+    what = (f"interaction_control_mode[{i}] is {MODE_NAMES.get(int(p.modes[i]), p.modes[i])}"
+            if p.modes[i] != IMPEDANCE else f"max_impedance[{i}] is False (K_impedance {p.K[i]:g})")
+    return (f"{what}: this arm senses no force (no joint torques, no wrist F/T), so it can only be stiff — "
+            "IMPEDANCE with max_impedance on every axis, run as position control")
+
+
 def axis_wrench(p: InteractionParams, K, D, e, ed, xd, motion_limit, k_wall, F) -> None:
     """The controller's wrench per axis of the interaction frame (into ``F``): ``e`` reference − actual pose,
     ``ed`` their velocity difference, ``xd`` the actual velocity (what force-mode damping brakes)."""

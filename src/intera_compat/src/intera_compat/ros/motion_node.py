@@ -390,6 +390,9 @@ class MotionControllerNode:
             return None
         if res.reason == T.R_START_DEVIATION:  # planned from the setpoint at rest: something else moved the arm
             return _Outcome(False, E.CONTROLLER_NOT_FOLLOWING, f"the arm moved before the motion started: {res.message}")
+        if res.reason == T.R_INVALID and res.message.startswith("interaction:"):  # the request's, not the plan's
+            return _Outcome(False, E.INVALID_TRAJECTORY_MESSAGE, f"trajectory_options.interaction_params refused by "
+                                                                 f"the realtime loop: {res.message}")
         if res.reason in (T.R_INVALID, T.R_TOO_LONG, T.R_LIMITS):
             return _Outcome(False, E.FAILED_TO_PARAMETERIZE, f"the realtime loop refused the trajectory: {res.message}")
         if res.reason == T.R_ZERO_G:

@@ -29,8 +29,10 @@ import rospy
 from intera_compat.msg import ExecuteTrajectoryAction, ExecuteTrajectoryFeedback, ExecuteTrajectoryResult, \
     TrajectoryKeepAlive
 
+from ..control.interaction import InteractionParams, refusal_without_force_sensing
 from ..sources import trajectory as T
 from ..trajectory.client import TrajectoryClient, TrajectoryError
+from .interaction import pack_message
 
 WATCHDOG_PERIOD = 0.002  # s between keep-alive checks while goals run
 WATCHDOG_STALL = 0.01  # s: a check this late means this process stalled: skip it
@@ -104,12 +106,7 @@ class ExecuteTrajectoryServer:
                 raise TrajectoryError(f"velocity_kp has {len(kp)} values for {len(names)} joint_names")
             with self.lock:
                 if goal.interaction.interaction_control_active:
-                    if self.interaction is None:
-                        raise TrajectoryError("interaction: this robot has no interaction controller")
-                    try:
-                        self.interaction.apply(goal.interaction)
-                    except ValueError as e:
-                        raise TrajectoryError(f"interaction: {e}") from None
+                    self._interaction(goal.interaction)
                 traj_id = self.client.execute(t, q, v, a, names, scaling, goal.tracking, kp)
                 gh.set_accepted()
                 g = _Goal(gh, gid, traj_id, timeout, time.monotonic(), scaling,
@@ -119,6 +116,25 @@ class ExecuteTrajectoryServer:
         except (TrajectoryError, ValueError) as e:
             rospy.logerr(f"ExecuteTrajectory goal rejected: {e}")
             gh.set_rejected(ExecuteTrajectoryResult(status=T.REJECTED, reason=T.R_INVALID, message=str(e)), str(e))
+
+    def _interaction(self, msg) -> None:
+        """A goal's interaction parameters to the loop before its trajectory. On an arm that senses no force
+        (``interaction.available`` False) only a stiff command runs — as the position control it amounts to, the
+        loop left without interaction —; the rest is refused (TrajectoryError naming why)."""
+        if self.interaction is None:
+            raise TrajectoryError("interaction: this robot has no interaction controller")
+        try:
+            if not self.interaction.available:
+                words, _ = pack_message(msg, self.interaction.n, self.interaction.endpoint, self.interaction.limits)
+                why = refusal_without_force_sensing(InteractionParams(words, self.interaction.n))
+                if why is not None:
+                    raise ValueError(why)
+                rospy.logwarn_once("ExecuteTrajectory: interaction control at max_impedance on every axis runs as "
+                                   "this arm's position control (it senses no force: rigid in contact)")
+                return
+            self.interaction.apply(msg)
+        except ValueError as e:
+            raise TrajectoryError(f"interaction: {e}") from None
 
     def _on_cancel(self, gh) -> None:
         g = self.by_goal_id.get(gh.get_goal_id().id)
