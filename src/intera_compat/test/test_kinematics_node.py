@@ -13,9 +13,10 @@ ARM = [f"right_j{i}" for i in range(7)]
 NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 
 
-@pytest.fixture
-def services(launch):
-    launch("rosrun", "intera_compat", "kinematics_server", log_name="kin.log")
+@pytest.fixture(scope="module")
+def services(module_launch):
+    """One kinematics_server for the module (its services keep no state between calls)."""
+    module_launch("rosrun", "intera_compat", "kinematics_server", log_name="kin.log")
     rospy.wait_for_service(f"{NS}/IKService", 30)
     rospy.wait_for_service(f"{NS}/FKService", 30)
     return rospy.ServiceProxy(f"{NS}/FKService", SolvePositionFK), rospy.ServiceProxy(f"{NS}/IKService",
