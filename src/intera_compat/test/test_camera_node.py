@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import rospy
-from intera_core_msgs.msg import HeadPanCommand, IONodeConfiguration
+from intera_core_msgs.msg import HeadPanCommand, HeadState, IONodeConfiguration
 from ros_helpers import IOClient, Latest, publisher, wait_for
 from sensor_msgs.msg import Image
 
@@ -22,6 +22,17 @@ def status(state, name):
 def frame(img):
     ch = 3 if img.encoding == "bgr8" else 1
     return np.frombuffer(img.data, np.uint8).reshape(img.height, img.width, ch).astype(float)
+
+
+class Recorder:
+    """The stamps of every image on ``topic`` while open (``msgs``)."""
+
+    def __init__(self, topic):
+        self.msgs = []
+        self.sub = rospy.Subscriber(topic, Image, self.msgs.append, queue_size=100, buff_size=2 ** 26)
+
+    def close(self):
+        self.sub.unregister()
 
 
 def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
@@ -44,17 +55,26 @@ def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
     before = frame(img)
     assert before.std() > 5.0  # a scene, not a blank
     n = color.count
-    assert wait_for(lambda: color.count >= n + 10, 5)  # streaming (10 Hz configured; ≥ 2 Hz on a loaded VM)
+    assert wait_for(lambda: color.count >= n + 10, 120)  # streaming
     pan = publisher("/robot/head/command_head_pan", HeadPanCommand)
     cmd = HeadPanCommand(target=-1.0, speed_ratio=1.0, pan_mode=HeadPanCommand.SET_ACTIVE_MODE)
-    assert wait_for(lambda: False, 2.0, every=lambda: pan.publish(cmd)) is False
+    head_state = Latest("/robot/head/head_state", HeadState)
+    assert wait_for(lambda: head_state.msg is not None and abs(head_state.msg.pan + 1.0) < 0.01
+                    and not head_state.msg.isTurning, 120, every=lambda: pan.publish(cmd))
+    n = color.count
+    assert wait_for(lambda: color.count >= n + 2, 120)  # (an image rendered after the head got there)
     assert np.abs(frame(color.msg) - before).mean() > 5.0  # the head turned: so did its view
+    head_state.close()
     # one camera at a time: the hand camera is refused while the head camera streams (the client stops it first)
     assert "one camera at a time" in hand.set("camera_streaming", True, "bool")
-    assert head.set("camera_streaming", False, "bool") == ""
-    n = color.count
-    rospy.sleep(0.5)
-    assert color.count <= n + 1  # stopped
+    after = Recorder(f"{CAM}/head_camera/image_rect_color")
+    assert head.set("camera_streaming", False, "bool") == ""  # acknowledged: the node took the stop
+    t_stop = head.state.msg.time.to_sec()  # (the acknowledging state's time: the camera node's clock, as its stamps)
+    t = rospy.get_time()
+    assert wait_for(lambda: rospy.get_time() > t + 0.5, 60)
+    after.close()
+    late = [m for m in after.msgs if m.header.stamp.to_sec() > t_stop]
+    assert len(late) <= 1, f"{len(late)} images stamped after the stop"  # stopped (one may have been rendering)
     mono = Latest(f"{CAM}/right_hand_camera/image_rect", Image)
     assert hand.set("camera_streaming", True, "bool") == ""
     img = mono.wait(20)
