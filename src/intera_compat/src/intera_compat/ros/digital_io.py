@@ -1,15 +1,19 @@
 """The legacy DigitalIO interface (contract §1.13; intera_interface's DigitalIO, used by no example): every button
 and light of an IO node's devices as a component ``/robot/digital_io/<name>/state`` (DigitalIOState: 1 on / pressed,
 ``isInputOnly``; latched, on every change and at ``RATE_HZ``), lights switched by ``/robot/digital_io/command``
-(DigitalOutputCommand) through the same devices the IO framework serves — one state, two interfaces."""
+(DigitalOutputCommand) through the same devices the IO framework serves — one state, two interfaces. A "Legacy
+digital IO" status on ``/diagnostics`` once a second counts the commands received, refused and applied (what shows
+that a refused command arrived)."""
 from __future__ import annotations
 
 import threading
 
 import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from intera_core_msgs.msg import DigitalIOState, DigitalOutputCommand
 
 RATE_HZ = 10.0
+STATUS_EVERY = 10  # state ticks between two diagnostics statuses (1 s)
 
 
 class LegacyDigitalIO:
@@ -26,9 +30,33 @@ class LegacyDigitalIO:
                                            latch=True) for name in self.components}
         self._last: dict = {}
         self._lock = threading.Lock()  # (the timer and the subscribers publish: a newer state never overtaken)
+        self.counts = {"received": 0, "refused": 0, "applied": 0}  # (under ``_lock``)
+        self._ticks = 0
+        self.pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
         rospy.Subscriber("/robot/digital_io/command", DigitalOutputCommand, self._on_command, queue_size=10)
         self.publish(force=True)
-        self._timer = rospy.Timer(rospy.Duration(1.0 / RATE_HZ), lambda _: self.publish(force=True))
+        self._timer = rospy.Timer(rospy.Duration(1.0 / RATE_HZ), self._tick)
+
+    def _tick(self, _event) -> None:
+        self.publish(force=True)
+        self._ticks += 1
+        if self._ticks % STATUS_EVERY == 1:
+            self._publish_status()
+
+    def _count(self, outcome: str) -> None:
+        with self._lock:
+            self.counts["received"] += 1
+            self.counts[outcome] += 1
+
+    def _publish_status(self) -> None:
+        with self._lock:
+            counts = dict(self.counts)
+        status = DiagnosticStatus(level=DiagnosticStatus.OK, name="Legacy digital IO", hardware_id="digital_io",
+                                  message=f"{counts['received']} commands, {counts['refused']} refused")
+        status.values = [KeyValue(f"digital_io_commands_{k}_total", str(v)) for k, v in counts.items()]
+        arr = DiagnosticArray(status=[status])
+        arr.header.stamp = rospy.Time.now()
+        self.pub_diag.publish(arr)
 
     def publish(self, force: bool = False) -> None:
         """Each component's state (those that changed, or all)."""
@@ -42,16 +70,19 @@ class LegacyDigitalIO:
     def _on_command(self, msg: DigitalOutputCommand) -> None:
         comp = self.components.get(msg.name)
         if comp is None:
+            self._count("refused")
             rospy.logerr(f"/robot/digital_io/command refused: name {msg.name!r} is no component "
                          f"(one of {sorted(self.components)})")
             return
         srv, sig = comp
         if not sig.writable:
+            self._count("refused")
             rospy.logerr(f"/robot/digital_io/command refused: {msg.name} is input only")
             return
         with srv.lock:
             srv.dev.set_inputs({msg.name: bool(msg.value) if sig.type == "bool" else int(msg.value)})
         srv.publish_state()
+        self._count("applied")
         if self.on_change is not None:
             self.on_change(srv.dev)  # (which publishes the legacy states too)
         else:
