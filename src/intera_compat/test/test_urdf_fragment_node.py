@@ -35,8 +35,8 @@ def fk(js, tip):
     return res.isValid[0], res.pose_stamp[0]
 
 
-def test_a_fragments_links_become_tips_everywhere(sim):
-    js = sim
+def test_a_fragments_links_become_tips_everywhere(sim_shared):
+    js = sim_shared  # (sawyer_sim.launch without its cameras: nothing here looks)
     tips = Latest("/robot/limb/right/tip_states", EndpointStates)
     assert "right_gripper_tip" not in tips.wait(10).names and not fk(js, "right_gripper_tip")[0]
     send_fragment("right_palm", "right_gripper_base", GRIPPER)  # no such link: refused, nothing changes
