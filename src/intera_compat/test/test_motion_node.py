@@ -49,6 +49,12 @@ class Motion:
 
 
 @pytest.fixture
+def sim(sim_home):
+    """One sawyer_sim.launch for the module, brought home (neutral, enabled, at rest) before each test."""
+    return sim_home
+
+
+@pytest.fixture
 def motion(sim):
     return Motion()
 
