@@ -1,6 +1,7 @@
-"""The console table, ``report.md`` and a joint plot (PNG, matplotlib's Agg backend) per motion case."""
+"""The console table, ``report.md`` (and ``results.json``) and a joint plot (PNG, matplotlib's Agg backend) per motion case."""
 from __future__ import annotations
 
+import json
 import os
 
 from .runner import FAIL, PASS, SKIP
@@ -81,4 +82,8 @@ def write(outcomes: list, robot_summary: str, cases: dict, directory: str) -> st
     path = os.path.join(directory, "report.md")
     with open(path, "w") as f:
         f.write(markdown(outcomes, robot_summary, cases, plots))
+    with open(os.path.join(directory, "results.json"), "w") as f:  # (for a test or a CI job to read)
+        json.dump({"robot": robot_summary, "cases": [
+            {"case": o.case, "result": o.result, "detail": o.detail, "robot_s": round(o.robot_s, 3),
+             "wall_s": round(o.wall_s, 3), "plot": plots.get(o.case)} for o in outcomes]}, f, indent=1)
     return path

@@ -213,6 +213,7 @@ def _run_one(case, ctx: Ctx) -> Outcome:
     ctx.marks = {}
     rec = None
     t0 = ctx.now()
+    log = T.EventLog()  # (a failure says what the robot did meanwhile: a fault, a stop)
     try:
         ctx.ready()
         if case.motion and float(np.abs(ctx.q() - ctx.info.neutral).max()) > 0.005:
@@ -228,6 +229,10 @@ def _run_one(case, ctx: Ctx) -> Outcome:
         result, detail = FAIL, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     finally:
         ctx.close_scripts()
+        log.close()
+    faults = [d for k, d in log.sequence() if k == "state" and ("error" in d or "stopped" in d)]
+    if result == FAIL and faults:
+        detail += f"\n(the robot meanwhile: {', '.join(faults)}; its log says why)"
     plot = None
     if rec is not None:
         rec.stop()
