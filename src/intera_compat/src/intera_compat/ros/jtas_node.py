@@ -29,6 +29,7 @@ import numpy as np
 import rospy
 from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryFeedback, FollowJointTrajectoryResult
 from intera_compat.msg import ExecuteTrajectoryResult
+from intera_core_msgs.msg import SEAJointState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import UInt16
 
@@ -39,6 +40,8 @@ from .loop_trajectory import LoopTrajectory
 LOOP_SILENCE = 1.0  # s without word from the loop about a running goal: it is gone (at least 3 feedback periods)
 STOP_WAIT = 5.0  # s to wait for the arm to stop on its path after a cancel
 JOINT_STATE_WAIT = 1.0  # s: joint states older than this do not tell where the arm is (at least 3 periods)
+REST_SPEED = 1e-3  # rad/s: the loop's setpoint counts as at rest below this on every joint (as the motion controller)
+REST_WAIT = 2.0  # s of robot time a goal starting where the arm is waits for the arm to come to rest
 
 # the loop's reasons that end a goal, as FollowJointTrajectory error codes
 _INVALID = (ExecuteTrajectoryResult.R_START_DEVIATION, ExecuteTrajectoryResult.R_INVALID,
@@ -65,6 +68,10 @@ class JointTrajectoryActionServer:
         self._q = self._v = None
         self._js_time = 0.0
         rospy.Subscriber("/robot/joint_states", JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
+        self._sp_v = None  # the loop's setpoint velocity (limb order) and when it came (robot time)
+        self._sp_time = 0.0
+        rospy.Subscriber(f"{ns}/gravity_compensation_torques", SEAJointState, self._on_arm_state, queue_size=1,
+                         tcp_nodelay=True)
         keepalive = float(cfg.control.get("trajectory_keepalive_timeout", 0.1))
         self.loop = LoopTrajectory(ns, keepalive_timeout=keepalive)
         if not self.loop.wait_for_server(60.0):
@@ -96,6 +103,41 @@ class JointTrajectoryActionServer:
             if self._q is not None and np.isnan(q).any():  # a partial message completes the last one
                 q = np.where(np.isnan(q), self._q, q)
             self._q, self._v, self._js_time = q, v, rospy.get_time()
+
+    def _on_arm_state(self, msg: SEAJointState) -> None:
+        v = np.asarray(msg.commanded_velocity, float)
+        if len(v) == len(self.joints):
+            self._sp_v, self._sp_time = v, msg.header.stamp.to_sec()
+
+    def _wait_for_rest(self, goal) -> None:
+        """A goal whose first point is at t = 0 starts where the arm is: the measured angles become that point, and
+        the loop starts a trajectory only where its setpoint is, at rest. A client reads the angles as soon as its
+        last motion is within its tolerance (Limb.move_to_joint_positions: 0.0087 rad), while the arm still brakes
+        onto the target (0.2 rad/s there): wait up to REST_WAIT s of robot time for it to stop, as the motion
+        controller does; an arm still moving then (another command source) is left to the loop's start check."""
+        pts = goal.trajectory.points
+        if not pts or pts[0].time_from_start.to_sec() != 0.0:
+            return
+        cols = [self._index[n] for n in goal.trajectory.joint_names if n in self._index]
+        if not cols:
+            return
+        arrived = rospy.get_time()
+        end, guard = arrived + REST_WAIT, time.monotonic() + 10.0 * REST_WAIT
+        while not rospy.is_shutdown() and not self.server.is_preempt_requested():
+            v, at = self._sp_v, self._sp_time
+            if v is None or (at < arrived and time.monotonic() > guard):  # (no arm state: the loop decides)
+                return
+            if at >= arrived and np.max(np.abs(v[cols]), initial=0.0) < REST_SPEED:  # (a state from after the goal:
+                with self._js_lock:                               # an older one queued here may predate the motion)
+                    self._q = None  # the first point: the joint states that come from now on
+                self._wait_for_joint_states(self.joint_state_wait)
+                return
+            if rospy.get_time() > end or time.monotonic() > guard:
+                j = cols[int(np.argmax(np.abs(v[cols])))]
+                rospy.logwarn(f"follow_joint_trajectory: the arm is still moving ({self.joints[j]} at {v[j]:.3g} "
+                              f"rad/s {REST_WAIT:g} s after the goal, which starts where the arm is)")
+                return
+            time.sleep(0.002)
 
     def _wait_for_joint_states(self, timeout: float) -> bool:
         end = time.monotonic() + timeout
@@ -144,6 +186,7 @@ class JointTrajectoryActionServer:
     def _execute(self, goal) -> None:
         try:
             try:
+                self._wait_for_rest(goal)
                 plan = self._plan(goal)
                 stamp = goal.trajectory.header.stamp.to_sec()
                 later = stamp > rospy.get_time()
