@@ -29,6 +29,17 @@ BACKENDS = {"sim": ROBOT_LAUNCHES["sim"], "ros_control": ROBOT_LAUNCHES["ros_con
 KNOWN: dict = {}
 
 WALL = {}  # backend → wall seconds of its conformance run (printed at the end of the module)
+RESULTS = {}  # backend → the tool's results (the per-backend table printed at the end of the module)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def per_backend_table():
+    """At the module's end, the README's per-backend table from what ran, and each backend's wall time."""
+    yield
+    if RESULTS:
+        from intera_compat.conformance.report import per_backend
+        print("\n" + per_backend(RESULTS))
+        print("wall time: " + ", ".join(f"{b} {s:.0f} s" for b, s in WALL.items()))
 
 
 def _cases() -> list:
@@ -77,7 +88,8 @@ def conformance(request, ros_master, tmp_path_factory):
         path = out / "report" / "results.json"
         if not path.exists():
             pytest.fail(f"conformance wrote no results (exit {run.returncode}):\n{run.stdout}\n{run.stderr[-3000:]}")
-        results = {c["case"]: c for c in json.loads(path.read_text())["cases"]}
+        RESULTS[backend] = json.loads(path.read_text())["cases"]
+        results = {c["case"]: c for c in RESULTS[backend]}
         failed = any(c["result"] == "FAIL" for c in results.values())
         assert run.returncode == (1 if failed else 0), f"exit status {run.returncode} with failed={failed}"
         yield backend, results, proc.log_path

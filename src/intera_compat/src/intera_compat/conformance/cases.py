@@ -400,12 +400,12 @@ def _interaction_on(topic: str, msg_type) -> bool:
 
 
 def _py3_breaks(what: str) -> str:
-    return f"the SDK script fails on Python 3 before it commands anything ({what}); not the robot's to serve"
+    return f"the SDK script fails on Python 3 ({what}) before it commands anything"
 
 
 def _operator_div(info: RobotInfo) -> str | None:
     import operator
-    return None if hasattr(operator, "div") else _py3_breaks("operator.div, removed in Python 3")
+    return None if hasattr(operator, "div") else _py3_breaks("operator.div")
 
 
 def _uint16_float(info: RobotInfo) -> str | None:
@@ -415,7 +415,7 @@ def _uint16_float(info: RobotInfo) -> str | None:
     try:
         UInt16(500.0).serialize(io.BytesIO())
     except Exception:
-        return _py3_breaks("it publishes 500.0, a float, as std_msgs/UInt16: genpy refuses it")
+        return _py3_breaks("500.0 published as std_msgs/UInt16")
     return None
 
 

@@ -87,3 +87,25 @@ def write(outcomes: list, robot_summary: str, cases: dict, directory: str) -> st
             {"case": o.case, "result": o.result, "detail": o.detail, "robot_s": round(o.robot_s, 3),
              "wall_s": round(o.wall_s, 3), "plot": plots.get(o.case)} for o in outcomes]}, f, indent=1)
     return path
+
+
+def per_backend(results: dict) -> str:
+    """The README's table: one row per case, one column per backend ({backend: results.json's "cases"}); a SKIP
+    shows its reason, a FAIL its first line."""
+    backends = list(results)
+    names = []
+    for cases in results.values():
+        names += [c["case"] for c in cases if c["case"] not in names]
+    rows = ["| case | " + " | ".join(backends) + " |", "|---|" + "---|" * len(backends)]
+    for name in names:
+        cells = []
+        for b in backends:
+            c = next((c for c in results[b] if c["case"] == name), None)
+            if c is None:
+                cells.append("")
+            elif c["result"] == PASS:
+                cells.append("pass")
+            else:
+                cells.append(f"{c['result'].lower()}: {_first(c['detail']).replace('|', '/')}")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)

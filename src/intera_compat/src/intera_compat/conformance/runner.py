@@ -164,7 +164,9 @@ class Ctx:
         if status is not None and s.proc.returncode != status:
             raise CaseFailed(f"{name} exited with {s.proc.returncode}:\n{s.tail()}")
         if ok_text and not s.printed(ok_text):
-            raise CaseFailed(f"{name} did not print {ok_text!r}:\n{s.tail()}")
+            said = [ln for ln in s.output().splitlines() if "[ERROR]" in ln or "[FATAL]" in ln]
+            raise CaseFailed(f"{name} did not print {ok_text!r}" + (f": {said[-1][-150:]}" if said else "")
+                             + f"\n{s.tail()}")
         return s
 
     def ended(self, s: Script, budget: float) -> None:
@@ -231,8 +233,10 @@ def _run_one(case, ctx: Ctx) -> Outcome:
         ctx.close_scripts()
         log.close()
     faults = [d for k, d in log.sequence() if k == "state" and ("error" in d or "stopped" in d)]
-    if result == FAIL and faults:
-        detail += f"\n(the robot meanwhile: {', '.join(faults)}; its log says why)"
+    if result == FAIL and faults:  # (on the first line: the table shows it)
+        first, _, rest = detail.partition("\n")
+        detail = (f"{first} — the robot stopped with an error {len(faults)}× meanwhile\n{rest}\n"
+                  f"(its states: {', '.join(faults)}; the robot's log says why)")
     plot = None
     if rec is not None:
         rec.stop()
