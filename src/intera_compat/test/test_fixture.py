@@ -82,6 +82,7 @@ def test_ready_means_every_interface_is_up_and_the_arm_starts_as_asked(sawyer):
     import rosgraph
     import rospy
     from intera_compat.ros.ready_node import missing
+    from intera_core_msgs.msg import RobotAssemblyState
     assert rospy.get_param("/robot/ready") is True
     assert missing(rosgraph.Master("/pytest")) == []
     assert not T.robot_state().enabled  # booted disabled, as asked
@@ -97,6 +98,13 @@ def test_ready_means_every_interface_is_up_and_the_arm_starts_as_asked(sawyer):
     assert len(rec.t) > 50 and np.all(np.diff(rec.t) >= 0) and rec.q.shape == (len(rec.t), 7)
     with pytest.raises(AssertionError, match="right_j0"):  # (names the joints that are off)
         T.assert_reached(target, tol=0.01)
+    # home (what tests sharing one robot do between them): from the E-stop, away from neutral, to neutral, enabled
+    T.press_estop()
+    T.home("neutral")
+    assert T.robot_state().enabled and not T.robot_state().stopped
+    assert T.robot_state().estop_button == RobotAssemblyState.ESTOP_BUTTON_UNPRESSED
+    T.assert_reached(rospy.get_param("/named_poses/right/poses/neutral"), tol=2e-3)
+    assert np.abs(T.joint_velocities()).max() < 0.01
 
 
 @pytest.mark.sawyer()
