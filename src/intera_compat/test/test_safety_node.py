@@ -203,8 +203,9 @@ def test_cuff_squeeze_enters_zero_g_and_lights_are_acknowledged(sim):
     press.publish(IOComponentCommand(op="set", args=json.dumps({"signals": {"right_cuff": {"data": [0]}}})))
     assert wait_for(lambda: not status.msg.zero_g and signal(cuff.msg, "right_cuff") == 0, 30)
     # suppress_cuff_interaction at 20 Hz: a squeeze does not take the arm for 1 s of the robot's time; the stream
-    # stops → zero-G. (The suppression has no flag of its own in SafetyStatus: a window in which zero-G came while this
-    # process's own stream had a gap past the 0.2 s keep-alive — a stall here — proves nothing and is tried again.)
+    # stops → zero-G. (The suppression has no flag of its own in SafetyStatus: a window in which zero-G came while
+    # this process's own stream had a gap past the 0.2 s keep-alive — a stall here — proves nothing and is tried
+    # again.)
     sup = publisher(f"{L}/suppress_cuff_interaction", Empty)
     sent = []
 
