@@ -63,9 +63,9 @@ TROUBLES = {
     "venv": ("Python venv", "not the repository's venv over /usr/bin/python3",
              "source the environment first: . ./env.sh (after ./setup.sh)"),
     "no_cv_bridge": ("numpy and cv_bridge", "no cv_bridge (the SDK's camera/display scripts need it)",
-                     "./setup.sh --with-sdk"),
+                     "./setup.sh (not --minimal: it installs what the SDK needs)"),
     "cv_bridge": ("numpy and cv_bridge", "importing cv_bridge prints an error (a build for another numpy)",
-                  "./setup.sh --with-sdk (PyPI's cv-bridge shadows Debian's numpy-1.x build)"),
+                  "./setup.sh, not --minimal (PyPI's cv-bridge shadows Debian's numpy-1.x build)"),
     "rt": ("realtime scheduling", "the loop's SCHED_FIFO / CPU pinning refused: it runs at normal priority (more "
            "late cycles)", "run as root, or give the user rtprio (limits.conf) / CAP_SYS_NICE; or launch with "
            "no_rt:=true"),
@@ -76,9 +76,9 @@ TROUBLES = {
     "loopback": ("ROS_HOSTNAME / ROS_IP", "localhost while the master is on another machine: its nodes cannot "
                  "connect back", "export ROS_HOSTNAME=(this machine's name or address, as the robot resolves it)"),
     "no_sdk": ("Intera SDK", "not found (intera_interface does not import)",
-               "clone RethinkRobotics/intera_sdk into src/ and run ./setup.sh --with-sdk"),
+               "./setup.sh, not --minimal (it installs the SDK into src/intera_sdk)"),
     "sdk": ("Intera SDK", "intera_interface found, intera_examples / intera_motion_interface / PyKDL / xacro "
-            "missing", "./setup.sh --with-sdk"),
+            "missing", "./setup.sh (not --minimal: it installs what the SDK needs)"),
     "no_uri": ("ROS master", "ROS_MASTER_URI is unset", ". ./env.sh (it sets ROS_MASTER_URI)"),
     "bad_uri": ("ROS master", "ROS_MASTER_URI is not http://host:port",
                 "export ROS_MASTER_URI=http://localhost:11311 (. ./env.sh does)"),
@@ -329,7 +329,7 @@ def main(argv=None) -> int:
     ap.add_argument("--wait", type=float, default=3.0, help="seconds to wait for one message of each topic")
     ap.add_argument("--no-robot", action="store_true", help="check the environment only")
     ap.add_argument("--troubleshooting", action="store_true", help="print every problem it can report with its fix "
-                    "(the README's troubleshooting table) and exit")
+                    "(the table of docs/troubleshooting.md) and exit")
     args = ap.parse_args(argv)
     if args.troubleshooting:
         print(troubleshooting())
