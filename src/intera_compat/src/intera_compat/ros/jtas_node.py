@@ -72,7 +72,7 @@ class JointTrajectoryActionServer:
         self._sp_time = 0.0
         rospy.Subscriber(f"{ns}/gravity_compensation_torques", SEAJointState, self._on_arm_state, queue_size=1,
                          tcp_nodelay=True)
-        keepalive = float(cfg.control.get("trajectory_keepalive_timeout", 0.1))
+        keepalive = float(cfg.control.get("trajectory_keepalive_timeout", 0.5))
         self.loop = LoopTrajectory(ns, keepalive_timeout=keepalive)
         if not self.loop.wait_for_server(60.0):
             raise RuntimeError(f"no ExecuteTrajectory server on {ns}/execute_trajectory (is the realtime loop up?)")

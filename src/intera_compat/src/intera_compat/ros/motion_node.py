@@ -96,7 +96,7 @@ class MotionControllerNode:
         self.n = len(self.arm)
         self.all_joints = cfg.all_joints
         L = f"/robot/limb/{cfg.limb}"
-        keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.1)))
+        keepalive = float(rospy.get_param("~keepalive_timeout", cfg.control.get("trajectory_keepalive_timeout", 0.5)))
         self.loop = LoopTrajectory(L, keepalive_timeout=keepalive)
         self.interaction_limits = InteractionLimits.from_config(cfg.control.get("interaction"))
         self.lock = threading.Condition()
