@@ -5,14 +5,9 @@ import glob
 import os
 import re
 
-import pytest
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 README_MAX_LINES = 200
-# docs/conformance.md is written with the conformance tool (issue 33); until it lands the README's link to it is
-# the only one allowed to dangle, and the test says so (a skip with the reason) instead of passing.
-PENDING = {"docs/conformance.md"}
-
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
 CODE_SPAN = re.compile(r"`[^`]*`")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -76,10 +71,7 @@ def test_the_readme_is_a_front_door():
 
 def test_every_relative_link_resolves():
     bad = broken_links(doc_files())
-    real = [b for b in bad if b[3] not in PENDING]
-    assert not real, "\n".join(f"{f}: ({t}) {why}" for f, t, why, _ in real)
-    if bad:
-        pytest.skip("links to pages not written yet: " + ", ".join(sorted({b[3] for b in bad})))
+    assert not bad, "\n".join(f"{f}: ({t}) {why}" for f, t, why, _ in bad)
 
 
 def test_the_checks_see_a_broken_link_and_a_missing_anchor(tmp_path):
