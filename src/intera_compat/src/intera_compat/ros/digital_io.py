@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from intera_core_msgs.msg import DigitalIOState, DigitalOutputCommand
+
+from .command_counts import CommandCounts
 
 RATE_HZ = 10.0
 STATUS_EVERY = 10  # state ticks between two diagnostics statuses (1 s)
@@ -30,9 +31,8 @@ class LegacyDigitalIO:
                                            latch=True) for name in self.components}
         self._last: dict = {}
         self._lock = threading.Lock()  # (the timer and the subscribers publish: a newer state never overtaken)
-        self.counts = {"received": 0, "refused": 0, "applied": 0}  # (under ``_lock``)
+        self.counts = CommandCounts("Legacy digital IO", "digital_io", "digital_io", ("refused", "applied"))
         self._ticks = 0
-        self.pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
         rospy.Subscriber("/robot/digital_io/command", DigitalOutputCommand, self._on_command, queue_size=10)
         self.publish(force=True)
         self._timer = rospy.Timer(rospy.Duration(1.0 / RATE_HZ), self._tick)
@@ -41,22 +41,7 @@ class LegacyDigitalIO:
         self.publish(force=True)
         self._ticks += 1
         if self._ticks % STATUS_EVERY == 1:
-            self._publish_status()
-
-    def _count(self, outcome: str) -> None:
-        with self._lock:
-            self.counts["received"] += 1
-            self.counts[outcome] += 1
-
-    def _publish_status(self) -> None:
-        with self._lock:
-            counts = dict(self.counts)
-        status = DiagnosticStatus(level=DiagnosticStatus.OK, name="Legacy digital IO", hardware_id="digital_io",
-                                  message=f"{counts['received']} commands, {counts['refused']} refused")
-        status.values = [KeyValue(f"digital_io_commands_{k}_total", str(v)) for k, v in counts.items()]
-        arr = DiagnosticArray(status=[status])
-        arr.header.stamp = rospy.Time.now()
-        self.pub_diag.publish(arr)
+            self.counts.publish()
 
     def publish(self, force: bool = False) -> None:
         """Each component's state (those that changed, or all)."""
@@ -70,19 +55,19 @@ class LegacyDigitalIO:
     def _on_command(self, msg: DigitalOutputCommand) -> None:
         comp = self.components.get(msg.name)
         if comp is None:
-            self._count("refused")
+            self.counts.count("refused")
             rospy.logerr(f"/robot/digital_io/command refused: name {msg.name!r} is no component "
                          f"(one of {sorted(self.components)})")
             return
         srv, sig = comp
         if not sig.writable:
-            self._count("refused")
+            self.counts.count("refused")
             rospy.logerr(f"/robot/digital_io/command refused: {msg.name} is input only")
             return
         with srv.lock:
             srv.dev.set_inputs({msg.name: bool(msg.value) if sig.type == "bool" else int(msg.value)})
         srv.publish_state()
-        self._count("applied")
+        self.counts.count("applied")
         if self.on_change is not None:
             self.on_change(srv.dev)  # (which publishes the legacy states too)
         else:

@@ -1,21 +1,20 @@
 """The head (contract §1.9, §2.8): ``/robot/head/command_head_pan`` validated and handed to the loop, whose head
-source turns the pan joint of the plant; ``/robot/head/head_state`` from the loop's state record; ``/robot/head_display``
-kept and shown on ``/robot/head_display/screen`` (what the 1024×600 screen displays, latched: image_view or RViz's
+source turns the pan joint of the plant; ``/robot/head/head_state`` from the loop's state record;
+``/robot/head_display`` kept and shown on ``/robot/head_display/screen`` (what the 1024×600 screen displays, latched: image_view or RViz's
 Image display shows it); a "Head" status on ``/diagnostics`` once a second of loop time counts the pan commands
 received, refused and handed to the loop (what shows that a refused command arrived)."""
 from __future__ import annotations
 
 import math
 
-import threading
 
 import numpy as np
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from intera_core_msgs.msg import HeadPanCommand, HeadState
 from sensor_msgs.msg import Image
 
 from ..sources.head import ACTIVE, NO_MODE_CHANGE
+from .command_counts import CommandCounts
 
 SCREEN_W, SCREEN_H = 1024, 600
 CHANNELS = {"bgr8": 3, "rgb8": 3, "mono8": 1, "bgra8": 4, "rgba8": 4}
@@ -81,16 +80,12 @@ class HeadTopics:
                          tcp_nodelay=True)
         rospy.Subscriber("/robot/head_display", Image, self._on_display, queue_size=1, buff_size=2 ** 24)
         self._state = HeadState(panMode=ACTIVE)
-        self.pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
-        self.counts = {"received": 0, "refused": 0, "posted": 0}
-        self._count_lock = threading.Lock()  # (one callback thread per publisher connection)
+        self.counts = CommandCounts("Head", "head_pan", "head", ("refused", "posted"), what="pan commands")
         self._next_status = None
 
     def _on_pan(self, msg: HeadPanCommand) -> None:
         problem = head_command_problem(msg)
-        with self._count_lock:
-            self.counts["received"] += 1
-            self.counts["refused" if problem else "posted"] += 1
+        self.counts.count("refused" if problem else "posted")
         if problem:
             rospy.logerr_throttle(1.0, f"command_head_pan refused (the head holds): {problem}")
             return
@@ -112,14 +107,4 @@ class HeadTopics:
         t = float(st.time[0])
         if self._next_status is None or t >= self._next_status:
             self._next_status = t + STATUS_PERIOD
-            self._publish_status()
-
-    def _publish_status(self) -> None:
-        with self._count_lock:
-            counts = dict(self.counts)
-        status = DiagnosticStatus(level=DiagnosticStatus.OK, name="Head", hardware_id="head_pan",
-                                  message=f"{counts['received']} pan commands, {counts['refused']} refused")
-        status.values = [KeyValue(f"head_commands_{k}_total", str(v)) for k, v in counts.items()]
-        arr = DiagnosticArray(status=[status])
-        arr.header.stamp = rospy.Time.now()
-        self.pub_diag.publish(arr)
+            self.counts.publish()

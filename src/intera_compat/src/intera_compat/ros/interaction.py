@@ -8,11 +8,11 @@ from __future__ import annotations
 import threading
 
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from intera_core_msgs.msg import InteractionControlCommand, InteractionControlState
 
 from ..control.interaction import InteractionLimits, pack
 from ..loop.layouts import MSG_INTERACTION
+from .command_counts import CommandCounts
 
 
 def pack_message(msg: InteractionControlCommand, n: int, endpoint: str, limits: InteractionLimits):
@@ -38,8 +38,8 @@ class InteractionTopics:
         self.forwarded_at = 0.0  # ... when ``last_words`` went to the loop
         self.accepted: InteractionControlCommand | None = None
         self.pub = rospy.Publisher(f"{limb_ns}/interaction_control_state", InteractionControlState, queue_size=1)
-        self.pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
-        self.counts = {"received": 0, "forwarded": 0, "unchanged": 0, "refused": 0}  # (under ``lock``)
+        self.counts = CommandCounts("Interaction control", endpoint, "interaction",
+                                    ("forwarded", "unchanged", "refused"))
         self._next_status = None
         rospy.Subscriber(f"{limb_ns}/interaction_control_command", InteractionControlCommand, self._on_command,
                          queue_size=1, tcp_nodelay=True)
@@ -69,9 +69,7 @@ class InteractionTopics:
         except ValueError as e:
             outcome = "refused"
             rospy.logerr_throttle(1.0, f"interaction_control_command refused: {e}; nothing changed")
-        with self.lock:
-            self.counts["received"] += 1
-            self.counts[outcome] += 1
+        self.counts.count(outcome)
 
     def _ended(self, loop_time: float) -> None:
         """The loop has no interaction on (a stop, disable, fault, E-stop or collision ended it, or it refused it):
@@ -88,7 +86,7 @@ class InteractionTopics:
         self.loop_time = float(st.time[0])
         if self._next_status is None or self.loop_time >= self._next_status:
             self._next_status = self.loop_time + STATUS_PERIOD
-            self._publish_status(stamp)
+            self.counts.publish(stamp)
         if st.interaction_on[0] < 0.5:
             self._ended(self.loop_time)
             return
@@ -108,13 +106,3 @@ class InteractionTopics:
         s.disable_reference_resetting = msg.disable_reference_resetting
         s.rotations_for_constrained_zeroG = msg.rotations_for_constrained_zeroG
         self.pub.publish(s)
-
-    def _publish_status(self, stamp) -> None:
-        with self.lock:
-            counts = dict(self.counts)
-        status = DiagnosticStatus(level=DiagnosticStatus.OK, name="Interaction control", hardware_id=self.endpoint,
-                                  message=f"{counts['received']} commands, {counts['refused']} refused")
-        status.values = [KeyValue(f"interaction_commands_{k}_total", str(v)) for k, v in counts.items()]
-        arr = DiagnosticArray(status=[status])
-        arr.header.stamp = stamp
-        self.pub_diag.publish(arr)
