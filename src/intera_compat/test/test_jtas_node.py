@@ -2,7 +2,6 @@
 every mode, every error code, preemption, cancel, start time, speed-override pause and resume."""
 import importlib.util
 import json
-import threading
 
 import actionlib
 import numpy as np
@@ -15,7 +14,7 @@ from intera_compat.msg import SafetyStatus
 from intera_core_msgs.msg import IOComponentCommand, RobotAssemblyState
 from ros_helpers import ARM, Latest, arm_positions, publisher, wait_for
 from sensor_msgs.msg import JointState
-from shared_robot import shared_launch
+from shared_robot import Progress, robot_sleep, shared_launch
 from std_msgs.msg import Bool, Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -49,27 +48,6 @@ def jtas(request, shared):
 def stamp(js) -> float:
     """The robot's time: its newest joint state's stamp."""
     return js.msg.header.stamp.to_sec()
-
-
-def robot_sleep(js, seconds: float) -> None:
-    """``seconds`` of the robot's time (its joint states' stamps; a generous wall-clock guard)."""
-    t = stamp(js)
-    assert wait_for(lambda: stamp(js) >= t + seconds, 60 + 10 * seconds), f"the robot's time stood still at {t:.3f}"
-
-
-class Progress:
-    """A goal's feedback (``fb``) and an event set once its desired time reaches ``at`` s."""
-
-    def __init__(self, at: float):
-        self.fb, self.at, self.reached = [], at, threading.Event()
-
-    def __call__(self, f) -> None:
-        self.fb.append(f)
-        if f.desired.time_from_start.to_sec() >= self.at:
-            self.reached.set()
-
-    def wait(self) -> None:
-        assert self.reached.wait(120), f"the goal never reached {self.at} s (feedback: {len(self.fb)})"
 
 
 def goal(names, times, positions, velocities=None, accelerations=None, stamp=0.0, **kw):
@@ -293,8 +271,7 @@ def test_client_and_moveit_shaped_trajectories_succeed_in_each_mode(jtas, reques
 
 
 @pytest.mark.skipif(importlib.util.find_spec("intera_interface") is None,
-                    reason="Intera SDK not built here: clone RethinkRobotics/intera_sdk into src/ and run "
-                           "./setup.sh --with-sdk")
+                    reason="Intera SDK not built here (./setup.sh --minimal leaves it out): ./setup.sh installs it")
 @pytest.mark.parametrize("mode", ["position_w_id", "position"])
 def test_the_sdks_own_streaming_jtas_drives_the_sim(launch, mode):
     """intera_interface's joint_trajectory_action_server.py (a client-side server streaming JointCommands)."""
