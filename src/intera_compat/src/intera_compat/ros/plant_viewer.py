@@ -12,6 +12,12 @@ goes to /robot/sim/apply_wrench every frame, lasting a few frames of the robot's
 dying) ends it. The arm feels it as it would a hand: on the torque-driven arm collision detection stops it, zero-G (a
 cuff squeeze) lets it float, interaction control yields.
 
+What the viewer made of the mouse shows on /diagnostics ("MuJoCo viewer", at each change and once a second): the
+link selected, the grab (pull / twist), the pushes sent, refused and failed, the frames and the key presses the
+viewer has handled. The key count is the viewer's own acknowledgement: its UI thread handles the window's events in
+order and counts a key press after handling it, and the status reports that count with the selection the viewer made
+of the events before it (the double-click's selection is resolved in the frame after the UI thread handled it).
+
 Parameters: ``~config``, ``~scene`` (as the loop's), ``~rate`` (30 Hz), ``~max_force`` (150 N), ``~max_torque``
 (30 Nm). Closing the window ends the node (nothing else depends on it).
 """
@@ -23,6 +29,7 @@ import time
 import mujoco
 import numpy as np
 import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Vector3, Wrench
 
 from ..config import load_config
@@ -32,6 +39,8 @@ from ..model.robot_model import RobotModel
 from .conversions import JointPositions
 
 HOLD_FRAMES = 3  # a push lasts this many frames unless renewed: a stalled or closed viewer lets go by itself
+STATUS_EVERY = 1.0  # s (wall): the viewer's status at least this often (and at each change of the user's gesture)
+GRABS = {0: "", 1: "pull", 2: "twist", 3: "pull+twist"}  # MjvPerturb.active: mjPERT_TRANSLATE | mjPERT_ROTATE
 
 
 class Mirror:
@@ -90,6 +99,41 @@ class TimeRate:
         return self.rate
 
 
+class Activity:
+    """What the viewer's user did and what the node made of it (the status on /diagnostics).
+
+    ``keys`` is counted on the viewer's UI thread (its key callback, after the UI handled the key); ``frame`` is
+    given the count read *before* a ``viewer.sync()`` and the selection and grab read after it, so a reported
+    count of n guarantees every mouse event sent before the n-th key press has been handled and resolved."""
+
+    def __init__(self):
+        self.keys = 0  # (written by the viewer's UI thread only)
+        self.frames = 0
+        self.gesture = (0, "", "")  # (keys handled, link selected, grab)
+        self.pushes = {"sent": 0, "refused": 0, "failed": 0}
+
+    def key(self, _keycode: int) -> None:
+        self.keys += 1
+
+    def frame(self, keys: int, selected: str, grab: str) -> bool:
+        """One frame drawn; True when the gesture changed."""
+        self.frames += 1
+        changed = (keys, selected, grab) != self.gesture
+        self.gesture = (keys, selected, grab)
+        return changed
+
+    def status(self) -> DiagnosticStatus:
+        keys, selected, grab = self.gesture
+        p = self.pushes
+        what = f"{selected} selected" + (f" ({grab})" if grab else "") if selected else "nothing selected"
+        st = DiagnosticStatus(level=DiagnosticStatus.OK, name="MuJoCo viewer", hardware_id="plant_viewer",
+                              message=f"{what}; {p['sent']} pushes sent, {p['refused']} refused, {p['failed']} failed")
+        st.values = [KeyValue("viewer_selected", selected), KeyValue("viewer_grab", grab),
+                     KeyValue("viewer_keys_total", str(keys)), KeyValue("viewer_frames_total", str(self.frames))]
+        st.values += [KeyValue(f"viewer_pushes_{k}_total", str(v)) for k, v in p.items()]
+        return st
+
+
 def _wrench(w) -> Wrench:
     return Wrench(force=Vector3(*w[:3]), torque=Vector3(*w[3:]))
 
@@ -107,33 +151,57 @@ def main() -> None:
     period = 1.0 / float(rospy.get_param("~rate", 30.0))
     joints = JointPositions(cfg.all_joints, cfg.full_pose("neutral"))
     push = rospy.ServiceProxy("/robot/sim/apply_wrench", ApplyWrench, persistent=True)
+    activity = Activity()
+    pub_diag = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=10)
+
+    def publish_status():
+        arr = DiagnosticArray(status=[activity.status()])
+        arr.header.stamp = rospy.Time.now()
+        pub_diag.publish(arr)
 
     def send(link: str, w: np.ndarray, seconds: float):
         nonlocal push
         try:
             r = push(link, _wrench(w), seconds)
+            activity.pushes["sent" if r.success else "refused"] += 1
             if not r.success:
                 rospy.logwarn_throttle(2.0, f"plant_viewer: push refused: {r.message}")
         except (rospy.ServiceException, OSError) as e:  # (the loop is not up yet, or restarted)
+            activity.pushes["failed"] += 1
             rospy.logwarn_throttle(5.0, f"plant_viewer: /robot/sim/apply_wrench unavailable ({e}); no push")
             push.close()
             push = rospy.ServiceProxy("/robot/sim/apply_wrench", ApplyWrench, persistent=True)
 
     mirror.pose(joints.q)
     before = set(threading.enumerate())
-    with mujoco.viewer.launch_passive(mirror.model, mirror.data, show_right_ui=False) as viewer:  # (Shift+Tab)
+    with mujoco.viewer.launch_passive(mirror.model, mirror.data, show_right_ui=False,  # (Shift+Tab)
+                                      key_callback=activity.key) as viewer:
         viewer.cam.lookat[:] = (0.35, 0.0, 0.1)
         viewer.cam.distance, viewer.cam.azimuth, viewer.cam.elevation = 2.6, 150.0, -22.0
         rospy.loginfo("plant_viewer: up (double-click a link, then Ctrl + right-drag to push it)")
         pushing = None
         due = time.monotonic()
         robot_time = TimeRate()
+        reported = 0.0
         while viewer.is_running() and not rospy.is_shutdown():
             q, v, stamp = joints.state
+            keys = activity.keys  # (before the sync: the events handled before these keys are resolved by it)
             with viewer.lock():
                 mirror.pose(q, v)
                 p = mirror.perturbation(viewer.perturb)
-            viewer.sync()
+            viewer.sync()  # (resolves a double-click's selection and a Ctrl + drag's start)
+            with viewer.lock():
+                sel, grab = int(viewer.perturb.select), GRABS.get(int(viewer.perturb.active), "")
+            selected = mirror.model.body(sel).name if sel > 0 else ""
+            last = activity.gesture
+            if activity.frame(keys, selected, grab):
+                if selected != last[1]:
+                    rospy.loginfo(f"plant_viewer: {selected or 'nothing'} selected")
+                if grab != last[2]:
+                    rospy.loginfo(f"plant_viewer: {grab + ' ' + selected if grab else 'let go of ' + last[1]}")
+            if activity.gesture != last or time.monotonic() - reported >= STATUS_EVERY:
+                publish_status()
+                reported = time.monotonic()
             if p is not None:  # (lasting HOLD_FRAMES frames of the robot's time unless renewed)
                 send(p[0], p[1], HOLD_FRAMES * period * robot_time.update(stamp, time.monotonic()))
             elif pushing is not None:
