@@ -61,3 +61,20 @@ def test_a_push_lasts_a_few_frames_of_the_robots_time_however_fast_the_simulatio
     assert r.update(16.25, 101.0) == pytest.approx(0.5)  # slower than real time
     assert r.update(0.5, 101.6) == pytest.approx(0.5)  # (the simulator restarted: measured anew)
     assert r.update(0.5, 102.2) == pytest.approx(0.02)  # paused: the floor, never zero
+
+
+def test_the_viewers_status_reports_a_gesture_once_the_keys_sent_before_it_are_handled():
+    """The "MuJoCo viewer" status a test (or a user) reads to know a gesture took effect: a frame reports the key count
+    read before it, the link selected and the grab after it; only a change is news."""
+    from intera_compat.ros.plant_viewer import Activity
+    a = Activity()
+    assert a.frame(0, "", "") is False  # (nothing happened yet)
+    a.key(65)
+    assert a.frame(1, "right_l4", "pull") is True
+    assert a.frame(1, "right_l4", "pull") is False
+    a.pushes["sent"] += 2
+    st = a.status()
+    values = {kv.key: kv.value for kv in st.values}
+    assert values["viewer_keys_total"] == "1" and values["viewer_selected"] == "right_l4"
+    assert values["viewer_grab"] == "pull" and values["viewer_frames_total"] == "3"
+    assert values["viewer_pushes_sent_total"] == "2" and "right_l4 selected (pull)" in st.message
