@@ -28,7 +28,7 @@ def executable(pkg: str, name: str) -> str:
         for root, _, files in os.walk(d):
             if name in files and os.access(os.path.join(root, name), os.X_OK):
                 return os.path.join(root, name)
-    raise FileNotFoundError(f"no executable {name} in package {pkg} (is the Intera SDK built? ./setup.sh --with-sdk)")
+    raise FileNotFoundError(f"no executable {name} in package {pkg} (is the Intera SDK built? ./setup.sh installs it unless --minimal)")
 
 
 class Script:
