@@ -81,6 +81,7 @@ JERK = 10.0 * AMAX
 STOP_REVERSE_K = (1.0 / 3.0 + math.sqrt(2.0) / 4.0) / JERK ** 2  # × a³: the run-back of a stop from braking at a
 STOP_REVERSE = STOP_REVERSE_K * AMAX ** 3 + 1e-4  # (the most: from braking at the acceleration limit)
 REVERSE_SLACK = 1e-4  # rad: what the reference of a joint at rest may move back (rounding, shaping)
+RETURN_OVERSHOOT = 0.01  # of the way back to a commanded resting point: what the shaping may pass it by
 # rad/s: a commanded velocity this small is a point at rest (the rounding a client's profile leaves at its end
 # instant, 0.4 - 4 * (0.4 - 0.3) = -1.1e-16, is no direction of motion)
 V_ZERO = 1e-9
@@ -620,9 +621,11 @@ class FuzzRig:
             np.copyto(ext, x, where=coast)
             back = (ext - x) * d
             # a joint whose last point told it to rest at a position behind where it went (a client that sent the
-            # reference's position of a moment ago) may come back to that point: the client asked for it
+            # reference's position of a moment ago) may come back to that point: the client asked for it — and the
+            # jerk-limited shaping that brings it there from speed may pass it by RETURN_OVERSHOOT of the way back
+            # (30-min run on 915b2e1: 0.6 mrad past, after 0.19 rad back)
             to_rest = np.nan_to_num((ext - rv["rest_at"]) * d, nan=0.0)
-            tl = np.maximum(stop_tol, to_rest + REVERSE_SLACK) + slack
+            tl = np.maximum(stop_tol, to_rest * (1.0 + RETURN_OVERSHOOT) + REVERSE_SLACK) + slack
             bad = tracked & (back > tl)
             if bad.any():
                 j = int(np.argmax(bad))

@@ -320,11 +320,17 @@ def test_killing_the_controller_mid_motion_holds_the_arm_and_it_serves_again(sim
     assert wait_for(lambda: abs(arm_positions(sim)[0] - q0[0]) > 0.1, 20)
     os.kill(node_pid("/motion_controller"), signal.SIGKILL)
     killed = arm_positions(sim)
-    time.sleep(1.0)
+
+    def at_rest() -> bool:  # (still over 0.3 s of the robot's stamps)
+        q, t = arm_positions(sim), sim.msg.header.stamp.to_sec()
+        assert wait_for(lambda: sim.msg.header.stamp.to_sec() >= t + 0.3, 60)
+        return np.abs(arm_positions(sim) - q).max() < 1e-4
+    assert wait_for(at_rest, 120), "the arm never came to rest after the controller was killed"
     held = arm_positions(sim)
-    assert abs(held[0] - killed[0]) < 0.1 and abs(held[0] - far[0]) > 0.3  # stopped soon, far from the goal
-    time.sleep(0.5)
-    assert np.abs(arm_positions(sim) - held).max() < 1e-3
+    # stopped by the loop's keep-alive watchdog: j0 (at most 0.2 x 1.74 rad/s) runs on for the keep-alive timeout
+    # (control.trajectory_keepalive_timeout, 0.5 s; a check right after a stall is skipped) and brakes on its path:
+    # far short of the goal
+    assert abs(held[0] - killed[0]) < 0.35 and abs(held[0] - far[0]) > 0.3
     again = Motion()  # respawned by the launch file
     res = again.run(joint_goal([arm_positions(sim), q0], speed=0.5))
     assert res.result and np.abs(arm_positions(sim) - q0).max() < 0.0087
