@@ -449,7 +449,8 @@ CASES = [
          joint_trajectory_file_playback, needs=_operator_div),
     Case("joint_position_keyboard", ("joint_position_keyboard.py",),
          "keys through a pty: '1' turns j0 +0.1 rad, 'q' back, '?' prints help, Esc ends it",
-         joint_position_keyboard, needs=_streaming),
+         joint_position_keyboard, needs=lambda i: _streaming(i)
+         or (None if i.n >= 7 else f"the script maps keys to 7 joints (joints[6]; {i.n} joints here)")),
     Case("joint_position_joystick", ("joint_position_joystick.py",),
          "sensor_msgs/Joy on /joy (xbox): the left stick turns j0 up and back", joint_position_joystick,
          needs=_streaming),
