@@ -40,9 +40,15 @@ def params(msg) -> InteractionParams:
     return InteractionParams(words, N)
 
 
-def test_every_axis_at_max_impedance_is_what_an_arm_without_force_sensing_does():
-    assert refusal_without_force_sensing(params(in_contact_defaults())) is None
-    assert refusal_without_force_sensing(params(in_contact_defaults(interaction_control_active=False))) is None
+def test_every_axis_at_max_impedance_runs_rigid_only_where_the_integrator_allows_it():
+    """A Sawyer's max_impedance is a bounded spring; a position arm that cannot feel the contact would push into it
+    without bound (review): refused by default, naming the option; run as position control when it is set."""
+    why = refusal_without_force_sensing(params(in_contact_defaults()))
+    assert why is not None and "rigid_without_force_sensing" in why and "without bound" in why
+    assert refusal_without_force_sensing(params(in_contact_defaults()), rigid_ok=True) is None
+    off = params(in_contact_defaults(interaction_control_active=False))  # (switching it off is always fine)
+    assert refusal_without_force_sensing(off) is None and refusal_without_force_sensing(off, rigid_ok=True) is None
+    assert LIMITS.rigid_without_force_sensing is False  # (the shipped config's default)
 
 
 @pytest.mark.parametrize("changes, named", [
@@ -52,25 +58,30 @@ def test_every_axis_at_max_impedance_is_what_an_arm_without_force_sensing_does()
     ({"interaction_control_mode": [3] * 6, "force_command": [5.0] * 6}, "IMPEDANCE_WITH_FORCE_LIMIT"),
 ])
 def test_anything_softer_needs_a_measured_force(changes, named):
-    why = refusal_without_force_sensing(params(in_contact_defaults(**changes)))
-    assert why is not None and named in why
+    for rigid_ok in (False, True):
+        why = refusal_without_force_sensing(params(in_contact_defaults(**changes)), rigid_ok)
+        assert why is not None and named in why
 
 
-def _server_on_an_arm_without_force_sensing():
+def _server_on_an_arm_without_force_sensing(rigid_ok: bool = False):
     """The realtime_loop node's ExecuteTrajectory server on such an arm, its interaction side the node's own
     (``available`` False as realtime_node computes it for a position arm without a wrench), recording what it
     would hand to the loop."""
     topics = InteractionTopics.__new__(InteractionTopics)
     posted = []
-    topics.n, topics.endpoint, topics.limits, topics.available = N, CFG.tips[0], LIMITS, False
+    limits = InteractionLimits.from_config({**CFG.control.get("interaction"), "rigid_without_force_sensing": rigid_ok})
+    topics.n, topics.endpoint, topics.limits, topics.available = N, CFG.tips[0], limits, False
     topics.post = lambda w: posted.append(w) or True
     topics.lock, topics.last_words, topics.loop_time, topics.forwarded_at = threading.Lock(), None, 0.0, 0.0
     return SimpleNamespace(interaction=topics), posted
 
 
-def test_the_in_contact_trajectory_is_taken_on_a_position_arm_without_interaction():
+def test_the_in_contact_trajectory_is_refused_on_a_position_arm_unless_rigid_is_allowed():
     server, posted = _server_on_an_arm_without_force_sensing()
-    ExecuteTrajectoryServer._interaction(server, in_contact_defaults())  # raised TrajectoryError before the fix
+    with pytest.raises(TrajectoryError, match=r"^interaction: this arm senses no force.*rigid_without_force_sensing"):
+        ExecuteTrajectoryServer._interaction(server, in_contact_defaults())
+    server, posted = _server_on_an_arm_without_force_sensing(rigid_ok=True)
+    ExecuteTrajectoryServer._interaction(server, in_contact_defaults())
     assert posted == []  # the loop is left without interaction: the trajectory runs as position control
 
 

@@ -66,6 +66,9 @@ class InteractionLimits:
     # spring_wrench / K of the arm (the loop's default: collision detection's over-wrench thresholds) ...
     spring_wrench: tuple = (100.0, 15.0)
     reference_window: float = 0.1  # rad: ... and a moving reference (a stream, a trajectory) within this of each joint
+    # an arm that senses no force (no joint torques, no wrist F/T) runs a max_impedance-everywhere command as its
+    # position control only when this is set: rigid in contact, with nothing to bound its push (refused by default)
+    rigid_without_force_sensing: bool = False
 
     def __post_init__(self):
         """Every figure finite and > 0 (a zero would divide by zero in the cycle); pairs are (linear, angular)."""
@@ -240,23 +243,30 @@ class InteractionParams:
         return other is not None and np.array_equal(self.words, other.words)
 
 
-def refusal_without_force_sensing(p: InteractionParams) -> str | None:
+def refusal_without_force_sensing(p: InteractionParams, rigid_ok: bool = False) -> str | None:
     """Why an arm that senses no force (no joint torques, no wrist F/T) cannot carry ``p``; None when it can.
 
-    Every axis IMPEDANCE at ``max_impedance`` (go_to_joint_angles_in_contact.py's defaults) asks for the stiffest
-    arm the controller holds: on such an arm that is its position control (stiffer than a Sawyer's 3000 N/m in
-    contact, and ``K_nullspace`` is moot on a rigid arm). Anything softer, a force axis or a force limit needs a
-    measured force: refused rather than run stiff."""
+    Anything softer than every axis IMPEDANCE at ``max_impedance``, a force axis or a force limit needs a measured
+    force: refused. Every axis at ``max_impedance`` (go_to_joint_angles_in_contact.py's defaults) would be the
+    arm's position control — but a Sawyer's max_impedance is a bounded spring (``spring_wrench``, and collision
+    detection watches it), while a position arm that cannot feel the contact pushes into it without bound, during
+    the move and in the hold after it, until the hardware's own protection trips. So that is refused too unless
+    the integrator says the arm may be rigid in contact (``rigid_ok``:
+    ``control.interaction.rigid_without_force_sensing``)."""
     if not p.active:
         return None
     soft = [i for i in range(6) if p.modes[i] != IMPEDANCE or not p.max_k[i]]
     if not soft:
-        return None
+        return None if rigid_ok else (
+            "this arm senses no force (no joint torques, no wrist F/T): max_impedance on every axis would run as "
+            "position control, pushing into a contact without bound — refused (control.interaction."
+            "rigid_without_force_sensing: true allows it)")
     i = soft[0]
     what = (f"interaction_control_mode[{i}] is {MODE_NAMES.get(int(p.modes[i]), p.modes[i])}"
             if p.modes[i] != IMPEDANCE else f"max_impedance[{i}] is False (K_impedance {p.K[i]:g})")
     return (f"{what}: this arm senses no force (no joint torques, no wrist F/T), so it can only be stiff — "
-            "IMPEDANCE with max_impedance on every axis, run as position control")
+            "IMPEDANCE with max_impedance on every axis, run as position control, and only where "
+            "control.interaction.rigid_without_force_sensing allows it")
 
 
 def axis_wrench(p: InteractionParams, K, D, e, ed, xd, motion_limit, k_wall, F) -> None:

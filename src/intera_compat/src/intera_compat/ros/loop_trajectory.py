@@ -34,7 +34,7 @@ def joint_trajectory(names, t, q, v=None, a=None) -> JointTrajectory:
 
 
 class LoopTrajectory:
-    def __init__(self, ns: str, keepalive_timeout: float = 0.1, period: float = 0.005):
+    def __init__(self, ns: str, keepalive_timeout: float = 0.5, period: float = 0.005):
         self.client = actionlib.ActionClient(f"{ns}/execute_trajectory", ExecuteTrajectoryAction)
         self.pub = rospy.Publisher(f"{ns}/execute_trajectory_keepalive", TrajectoryKeepAlive, queue_size=1,
                                    tcp_nodelay=True)

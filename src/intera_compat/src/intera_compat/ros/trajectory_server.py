@@ -120,13 +120,15 @@ class ExecuteTrajectoryServer:
     def _interaction(self, msg) -> None:
         """A goal's interaction parameters to the loop before its trajectory. On an arm that senses no force
         (``interaction.available`` False) only a stiff command runs — as the position control it amounts to, the
-        loop left without interaction —; the rest is refused (TrajectoryError naming why)."""
+        loop left without interaction — and only where ``control.interaction.rigid_without_force_sensing`` allows
+        it; the rest is refused (TrajectoryError naming why)."""
         if self.interaction is None:
             raise TrajectoryError("interaction: this robot has no interaction controller")
         try:
             if not self.interaction.available:
                 words, _ = pack_message(msg, self.interaction.n, self.interaction.endpoint, self.interaction.limits)
-                why = refusal_without_force_sensing(InteractionParams(words, self.interaction.n))
+                why = refusal_without_force_sensing(InteractionParams(words, self.interaction.n),
+                                                    self.interaction.limits.rigid_without_force_sensing)
                 if why is not None:
                     raise ValueError(why)
                 rospy.logwarn_once("ExecuteTrajectory: interaction control at max_impedance on every axis runs as "
