@@ -24,25 +24,31 @@ NS = "/robot/limb/right/follow_joint_trajectory"
 shared = shared_launch("sdk_on_backends_jtas")
 
 
-def test_a_goal_starting_where_the_arm_is_waits_for_the_arm_to_finish_its_move(shared):
+@pytest.mark.parametrize("ratio, stamped_now", [(0.1, False), (0.05, True)], ids=["unstamped", "stamped_now"])
+def test_a_goal_starting_where_the_arm_is_waits_for_the_arm_to_finish_its_move(shared, ratio, stamped_now):
+    """``stamped_now``: header.stamp = now on a goal shorter than the wait (0.15 rad at 0.087 rad/s, about 2 s; the
+    goal 0.8 s): its time base moves with the wait (review: it was refused as OLD_HEADER_TIMESTAMP)."""
     js = shared.up("sawyer_sim.launch", "no_rt:=true", "cameras:=false")
     shared.home()
     client = actionlib.SimpleActionClient(NS, FollowJointTrajectoryAction)
     assert client.wait_for_server(rospy.Duration(60))
     arm_state = Latest("/robot/limb/right/gravity_compensation_torques", SEAJointState)
-    ratio = publisher("/robot/limb/right/set_speed_ratio", Float64, latch=True)
+    speed = publisher("/robot/limb/right/set_speed_ratio", Float64, latch=True)
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
     try:
-        ratio.publish(Float64(0.1))  # right_j0 at 0.17 rad/s: a 0.15 rad move takes about 1 s
+        speed.publish(Float64(ratio))  # right_j0 at 0.17 (0.087) rad/s: a 0.15 rad move takes about 1 (2) s
         q0 = arm_positions(js)
         target = q0.copy()
         target[0] += 0.15
         cmd.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=ARM, position=list(target)))
-        assert wait_for(lambda: abs(arm_state.wait().commanded_velocity[0]) > 0.1, 30), "the move did not start"
+        assert wait_for(lambda: abs(arm_state.wait().commanded_velocity[0]) > 0.05, 30), "the move did not start"
         g = FollowJointTrajectoryGoal()
         g.trajectory.joint_names = ARM
-        for t, q in ((0.0, q0), (1.0, q0), (3.0, q0 + np.r_[0.0, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0])):
+        end = 0.8 if stamped_now else 3.0
+        for t, q in ((0.0, q0), (end / 3.0, q0), (end, q0 + np.r_[0.0, 0.02 if stamped_now else 0.1, 0, 0, 0, 0, 0])):
             g.trajectory.points.append(JointTrajectoryPoint(positions=list(q), time_from_start=rospy.Duration(t)))
+        if stamped_now:
+            g.trajectory.header.stamp = rospy.Time.now()
         client.send_goal(g)
         assert client.wait_for_result(rospy.Duration(120))
         res = client.get_result()
@@ -51,7 +57,7 @@ def test_a_goal_starting_where_the_arm_is_waits_for_the_arm_to_finish_its_move(s
         assert res.error_code == FollowJointTrajectoryResult.SUCCESSFUL, res.error_string
         assert np.abs(arm_positions(js) - np.asarray(g.trajectory.points[-1].positions)).max() < 0.01
     finally:
-        ratio.publish(Float64(0.3))
+        speed.publish(Float64(0.3))
         arm_state.close()
-        for p in (ratio, cmd):
+        for p in (speed, cmd):
             p.unregister()

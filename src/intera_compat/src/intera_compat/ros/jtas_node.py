@@ -40,7 +40,8 @@ from .loop_trajectory import LoopTrajectory
 LOOP_SILENCE = 1.0  # s without word from the loop about a running goal: it is gone (at least 3 feedback periods)
 STOP_WAIT = 5.0  # s to wait for the arm to stop on its path after a cancel
 JOINT_STATE_WAIT = 1.0  # s: joint states older than this do not tell where the arm is (at least 3 periods)
-REST_SPEED = 1e-3  # rad/s: the loop's setpoint counts as at rest below this on every joint (as the motion controller)
+REST_SPEED = 0.01  # rad/s: the loop's setpoint counts as at rest below this on every joint — within the loop's start
+# tolerance (0.05 rad/s), above a TRACK_VELOCITY goal's held correction (kp (q_ref - q): 1.3e-3 rad/s seen at rest)
 REST_WAIT = 2.0  # s of robot time a goal starting where the arm is waits for the arm to come to rest
 
 # the loop's reasons that end a goal, as FollowJointTrajectory error codes
@@ -109,19 +110,24 @@ class JointTrajectoryActionServer:
         if len(v) == len(self.joints):
             self._sp_v, self._sp_time = v, msg.header.stamp.to_sec()
 
-    def _wait_for_rest(self, goal) -> None:
+    def _wait_for_rest(self, goal) -> float:
         """A goal whose first point is at t = 0 starts where the arm is: the measured angles become that point, and
         the loop starts a trajectory only where its setpoint is, at rest. A client reads the angles as soon as its
         last motion is within its tolerance (Limb.move_to_joint_positions: 0.0087 rad), while the arm still brakes
         onto the target (0.2 rad/s there): wait up to REST_WAIT s of robot time for it to stop, as the motion
-        controller does; an arm still moving then (another command source) is left to the loop's start check."""
+        controller does; an arm still moving then (another command source) is left to the loop's start check.
+        Returns the robot seconds it waited."""
         pts = goal.trajectory.points
+        arrived = rospy.get_time()
         if not pts or pts[0].time_from_start.to_sec() != 0.0:
-            return
+            return 0.0
         cols = [self._index[n] for n in goal.trajectory.joint_names if n in self._index]
         if not cols:
-            return
-        arrived = rospy.get_time()
+            return 0.0
+        self._rest_wait(cols, arrived)
+        return max(rospy.get_time() - arrived, 0.0)
+
+    def _rest_wait(self, cols: list, arrived: float) -> None:
         end, guard = arrived + REST_WAIT, time.monotonic() + 10.0 * REST_WAIT
         while not rospy.is_shutdown() and not self.server.is_preempt_requested():
             v, at = self._sp_v, self._sp_time
@@ -186,9 +192,14 @@ class JointTrajectoryActionServer:
     def _execute(self, goal) -> None:
         try:
             try:
-                self._wait_for_rest(goal)
+                waited = self._wait_for_rest(goal)
+                if self.server.is_preempt_requested():
+                    self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
+                    return
                 plan = self._plan(goal)
                 stamp = goal.trajectory.header.stamp.to_sec()
+                if stamp > 0.0:  # (its time base moves with the wait for the arm to rest: a goal stamped "now" is
+                    stamp += waited  # not old for having waited)
                 later = stamp > rospy.get_time()
                 if not self._wait_for_start(stamp, plan.duration):
                     return
