@@ -1,8 +1,8 @@
 """The head (contract §1.9, §2.8): ``/robot/head/command_head_pan`` validated and handed to the loop, whose head
 source turns the pan joint of the plant; ``/robot/head/head_state`` from the loop's state record;
-``/robot/head_display`` kept and shown on ``/robot/head_display/screen`` (what the 1024×600 screen displays, latched: image_view or RViz's
-Image display shows it); a "Head" status on ``/diagnostics`` once a second of loop time counts the pan commands
-received, refused and handed to the loop (what shows that a refused command arrived)."""
+``/robot/head_display`` kept and shown on ``/robot/head_display/screen`` (what the 1024×600 screen displays,
+latched: image_view or RViz's Image display shows it); a "Head" status on ``/diagnostics`` once a second of loop time counts the pan commands
+received, refused, handed to the loop and dropped (the loop's ring full: what shows that a command arrived)."""
 from __future__ import annotations
 
 import math
@@ -80,16 +80,17 @@ class HeadTopics:
                          tcp_nodelay=True)
         rospy.Subscriber("/robot/head_display", Image, self._on_display, queue_size=1, buff_size=2 ** 24)
         self._state = HeadState(panMode=ACTIVE)
-        self.counts = CommandCounts("Head", "head_pan", "head", ("refused", "posted"), what="pan commands")
+        self.counts = CommandCounts("Head", "head_pan", "head", ("refused", "posted", "dropped"), what="pan commands")
         self._next_status = None
 
     def _on_pan(self, msg: HeadPanCommand) -> None:
         problem = head_command_problem(msg)
-        self.counts.count("refused" if problem else "posted")
         if problem:
+            self.counts.count("refused")
             rospy.logerr_throttle(1.0, f"command_head_pan refused (the head holds): {problem}")
             return
-        self.post(np.array([msg.target, msg.speed_ratio, msg.pan_mode], float))
+        posted = self.post(np.array([msg.target, msg.speed_ratio, msg.pan_mode], float))
+        self.counts.count("posted" if posted else "dropped")  # (dropped: the loop's ring full, or shutting down)
 
     def _on_display(self, msg: Image) -> None:
         try:
