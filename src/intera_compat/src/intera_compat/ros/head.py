@@ -1,8 +1,9 @@
 """The head (contract §1.9, §2.8): ``/robot/head/command_head_pan`` validated and handed to the loop, whose head
 source turns the pan joint of the plant; ``/robot/head/head_state`` from the loop's state record;
 ``/robot/head_display`` kept and shown on ``/robot/head_display/screen`` (what the 1024×600 screen displays,
-latched: image_view or RViz's Image display shows it); a "Head" status on ``/diagnostics`` once a second of loop time counts the pan commands
-received, refused, handed to the loop and dropped (the loop's ring full: what shows that a command arrived)."""
+latched: image_view or RViz's Image display shows it); a "Head" status on ``/diagnostics`` once a second of loop
+time counts the pan commands received, refused, handed to the loop and dropped (the loop's ring full: what shows
+that a command arrived)."""
 from __future__ import annotations
 
 import math
