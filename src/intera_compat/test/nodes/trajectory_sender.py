@@ -14,7 +14,8 @@ ARM = [f"right_j{i}" for i in range(7)]
 rospy.init_node("trajectory_sender", anonymous=True)
 js = rospy.wait_for_message("/robot/joint_states", JointState, 30)
 q0 = np.array([js.position[js.name.index(n)] for n in ARM])
-client = LoopTrajectory("/robot/limb/right")
+keepalive = float(sys.argv[3]) if len(sys.argv) > 3 else 0.1  # s: the goal's keep-alive timeout
+client = LoopTrajectory("/robot/limb/right", keepalive_timeout=keepalive)
 assert client.wait_for_server(30)
 delta = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
 duration = float(sys.argv[2]) if len(sys.argv) > 2 else 4.0
