@@ -84,6 +84,9 @@ def sim_home(sim_shared):
 
 
 # every backend's launch line (no_rt: the tests share two cores with it); the Limb-level node tests run against each
+# the UR and Cobot emulators serve on the controller's fixed ports (RTDE 30004, dashboard 29999, script 30003; OPC UA
+# 4840): each pytest-xdist worker's on a loopback address of its own (test_deadman's own tests use 127.0.32.2)
+EMULATOR_HOST = f"127.0.{40 + int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0')[2:] or 0)}.1"
 ROBOT_LAUNCHES = {
     "sim": ("sawyer_sim.launch",),
     # the MuJoCo arm behind gazebo_ros_control's interface, at 50 Hz: 3 periods = 60 ms of link timeout (the Python
@@ -91,10 +94,10 @@ ROBOT_LAUNCHES = {
     "ros_control": ("ros_control.launch", "fake:=true", "rate:=50"),
     # a 6-axis arm (UR5e figures) behind the same interface: right_j0..right_j5, no head
     "ur5e": ("ros_control.launch", "fake:=true", "rate:=50", "arm:=ur5e"),
-    # a UR through ur_rtde (RTDE, dashboard, its control script) to the UR controller emulator on 127.0.0.1
-    "ur": ("ur_emulator.launch",),
-    # a waypoint-list Cobot (the generic 7-axis arm) through asyncua to the reference cobot PLC on 127.0.0.1
-    "cobot": ("cobot_emulator.launch",),
+    # a UR through ur_rtde (RTDE, dashboard, its control script) to the UR controller emulator on EMULATOR_HOST
+    "ur": ("ur_emulator.launch", f"host:={EMULATOR_HOST}"),
+    # a waypoint-list Cobot (the generic 7-axis arm) through asyncua to the reference cobot PLC on EMULATOR_HOST
+    "cobot": ("cobot_emulator.launch", f"host:={EMULATOR_HOST}"),
 }
 ROBOT_JOINTS = {"sim": 7, "ros_control": 7, "ur5e": 6, "ur": 6, "cobot": 7}  # arm joints each backend's launch exposes
 ROBOT_ARMS = {"sim": "sawyer", "ros_control": "sawyer", "ur5e": "ur5e", "ur": "ur5e", "cobot": "cobot7"}  # configs

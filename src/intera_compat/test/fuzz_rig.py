@@ -615,10 +615,16 @@ class FuzzRig:
         stop_tol = STOP_REVERSE_K[:NA] * np.minimum(rv["brake"], AMAX[:NA]) ** 3 + REVERSE_SLACK
         # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
         tracked = ~self.c.sp.torque_only[:NA]
+        # (30-min run on 1e4464b: a stream braking j4 into the avoidance zone, its repulsion pushed it back 0.0137)
+        # (the reference is still checked; from the first push on, the measured arm is the avoidance's to move)
+        ca = self.c.avoidance
+        repelled = rv["repelled"] = rv.get("repelled", False) or (ca is not None and ca.repelling > 0)
         for name, x, key, slack in (("reference", cq, "ref", 0.0), ("measured", q, "meas", TRACK_SLACK)):
             ext = rv[key]
             np.copyto(ext, np.where(d > 0, np.maximum(ext, x), np.where(d < 0, np.minimum(ext, x), x)))
             np.copyto(ext, x, where=coast)
+            if name == "measured" and repelled:
+                ext[:] = x  # the avoidance's repulsion pushes the arm out of a self-collision: its own motion
             back = (ext - x) * d
             # a joint whose last point told it to rest at a position behind where it went (a client that sent the
             # reference's position of a moment ago) may come back to that point: the client asked for it — and the

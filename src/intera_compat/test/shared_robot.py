@@ -77,9 +77,9 @@ class SharedLaunch:
 
     def home(self, enable: bool = True, timeout: float = 60.0) -> None:
         """The robot as the launch left it for the previous test's successor: the E-stop button out, the safety
-        E-stop released, the cuff let go, reset (a stop or an error cleared), enabled (or disabled), the arm back at
-        the pose it started in (POSITION_MODE, re-sent, to the tests' tolerance: a Cobot's controller settles to
-        a few mrad)."""
+        E-stop released, the cuff let go, interaction control off, reset (a stop or an error cleared), enabled (or
+        disabled), the arm back at the pose it started in (POSITION_MODE, re-sent, to the tests' tolerance: a Cobot's
+        controller settles to a few mrad)."""
         from intera_core_msgs.msg import IOComponentCommand, JointCommand, RobotAssemblyState
         from std_msgs.msg import Bool, Empty
         js = self.js
@@ -96,6 +96,8 @@ class SharedLaunch:
                 cuff.publish(IOComponentCommand(op="set", args=json.dumps(
                     {"signals": {"right_cuff": {"data": [0]}}})))
                 cuff.unregister()
+            from intera_compat.testing import _interaction_off
+            _interaction_off()
             estop = publisher("/realtime_loop/safety_estop", Bool)
             estop.publish(Bool(False))
             reset = publisher("/robot/set_super_reset", Empty)

@@ -1,4 +1,4 @@
-"""cobot_emulator.launch: the Cobot backend through asyncua to the reference cobot PLC on 127.0.0.1 — JTAS goals
+"""cobot_emulator.launch: the Cobot backend through asyncua to the reference cobot PLC (on conftest's EMULATOR_HOST) — JTAS goals
 as resampled point lists (or single points), a cancel mid-motion that stops the arm and ends the goal preempted,
 the PLC's error (stopped + error, reset acknowledges it), a refused call, a dropped connection, an axis that never
 settles, and POSITION commands as single waypoints. (The Limb-level suite runs against it too: conftest "cobot".)"""
@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 import rospy
+from conftest import EMULATOR_HOST
 from actionlib_msgs.msg import GoalStatus
 from control_msgs.msg import FollowJointTrajectoryGoal, FollowJointTrajectoryResult
 from ros_helpers import arm_positions, enabled, held, joint_motion, publisher, reset_and_enable, wait_for
@@ -25,7 +26,7 @@ def plc(what: str) -> str:
     from asyncua.sync import Client, ThreadLoop
 
     with ThreadLoop(timeout=10) as tloop:  # (its thread is not a daemon: stopped however the call ends)
-        c = Client("opc.tcp://127.0.0.1:4840/cobot", timeout=5, tloop=tloop)
+        c = Client(f"opc.tcp://{EMULATOR_HOST}:4840/cobot", timeout=5, tloop=tloop)
         c.connect()
         try:
             ns = c.get_namespace_index("urn:intera_compat:cobot_plc")

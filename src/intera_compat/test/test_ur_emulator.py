@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import EMULATOR_HOST
 
 dashboard_client = pytest.importorskip("dashboard_client")
 rtde_receive = pytest.importorskip("rtde_receive")
@@ -21,7 +22,7 @@ from intera_compat.config import load_config  # noqa: E402
 from intera_compat.emulator.ur_controller import default_config  # noqa: E402
 from intera_compat.model import RobotModel  # noqa: E402
 
-HOST = "127.0.0.1"
+HOST = EMULATOR_HOST
 GUARD = 60.0  # s of wall time a check waits for what it checks
 
 
@@ -36,7 +37,7 @@ def until(cond, timeout: float = GUARD, period: float = 0.01) -> bool:
 
 @pytest.fixture
 def emulator():
-    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.emulator"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.emulator", "--host", HOST], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     line = proc.stdout.readline().decode()  # (printed once both servers listen)
     assert "UR controller emulator" in line, line

@@ -1,4 +1,4 @@
-"""ur_emulator.launch: the UR backend through the real ur_rtde client to the UR controller emulator on 127.0.0.1 —
+"""ur_emulator.launch: the UR backend through the real ur_rtde client to the UR controller emulator (on conftest's EMULATOR_HOST) —
 JTAS goals under the teach pendant's speed slider (0 pauses, not aborts), a protective stop mid-motion (stopped +
 error, the goal aborted with a message, reset recovers), the robot's E-stop button, a silent RTDE link, and the
 RTDE watchdog kept fed while the robot is disabled. (The Limb-level suite runs against it too: conftest "ur".)
@@ -12,6 +12,7 @@ import socket
 import numpy as np
 import pytest
 import rospy
+from conftest import EMULATOR_HOST, ROBOT_LAUNCHES
 from actionlib_msgs.msg import GoalStatus
 from control_msgs.msg import FollowJointTrajectoryGoal, FollowJointTrajectoryResult
 from geometry_msgs.msg import Pose
@@ -32,7 +33,7 @@ R = FollowJointTrajectoryResult
 
 def dashboard(*commands: str) -> list[str]:
     """Lines sent to the emulator's dashboard (29999), its replies."""
-    with socket.create_connection(("127.0.0.1", 29999), timeout=5) as s:
+    with socket.create_connection((EMULATOR_HOST, 29999), timeout=5) as s:
         f = s.makefile("rw")
         f.readline()  # greeting
         replies = []
@@ -58,7 +59,7 @@ def ur(shared):
     """(JTAS client, joint_states, /robot/state) of ur_emulator.launch, the robot enabled."""
     import actionlib
     from control_msgs.msg import FollowJointTrajectoryAction
-    js = shared.up("ur_emulator.launch", "no_rt:=true", joints=6)
+    js = shared.up(*ROBOT_LAUNCHES["ur"], "no_rt:=true", joints=6)
     if not js.fresh:
         assert dashboard("emulator slider 1") == ["emulator: slider 1"]
         if dashboard("programState")[0].startswith("PAUSED"):
@@ -206,7 +207,7 @@ def test_the_arms_io_as_intera_io_devices(ur):
 
 def test_zero_ft_payload_and_tool_contact_services_reach_the_controller(ur):
     import rtde_receive
-    rr = rtde_receive.RTDEReceiveInterface("127.0.0.1", 50.0, ["timestamp", "payload", "payload_cog"])
+    rr = rtde_receive.RTDEReceiveInterface(EMULATOR_HOST, 50.0, ["timestamp", "payload", "payload_cog"])
     for name in ("zero_ft_sensor", "set_payload", "tool_contact"):
         rospy.wait_for_service(f"/robot/arm/{name}", 10)
     contact = rospy.ServiceProxy("/robot/arm/tool_contact", ToolContact)

@@ -326,13 +326,24 @@ def _subscribed(topic: str) -> bool:
     return any(t == topic and nodes for t, nodes in subs)
 
 
+def _interaction_off() -> None:
+    """Interaction control ended, as the SDK's scripts end it (an inactive command; one left on by an earlier test
+    would hold the arm where its force put it)."""
+    from intera_core_msgs.msg import InteractionControlCommand
+    topic = "/robot/limb/right/interaction_control_command"
+    if _subscribed(topic):
+        off = InteractionControlCommand(interaction_control_active=False)
+        _publisher(topic, InteractionControlCommand).publish(off)
+
+
 def home(pose="neutral", enabled: bool = True, tol: float = 2e-3, timeout: float = 30.0) -> None:
     """The robot back in a known state, for tests that share one launch (``module_launch``) instead of starting their
-    own: the E-stop button out, the safety E-stop released, the cuff let go, a stop or error reset, enabled, the arm
-    brought to ``pose`` (a named pose of ``/named_poses/right/poses``, a list of the arm's angles, or {name: angle};
-    position commands, re-sent) until it is within ``tol`` rad and at rest, disabled again if ``enabled`` is False,
-    and what the robot said before forgotten (``forget``). ``timeout``: robot seconds for each step (TimeoutError
-    naming it). A fault the arm still reports (``inject_fault``'s duration) keeps it stopped: wait that out first."""
+    own: the E-stop button out, the safety E-stop released, the cuff let go, interaction control off, a stop or
+    error reset, enabled, the arm brought to ``pose`` (a named pose of ``/named_poses/right/poses``, a list of the
+    arm's angles, or {name: angle}; position commands, re-sent) until it is within ``tol`` rad and at rest, disabled
+    again if ``enabled`` is False, and what the robot said before forgotten (``forget``). ``timeout``: robot seconds
+    for each step (TimeoutError naming it). A fault the arm still reports (``inject_fault``'s duration) keeps it
+    stopped: wait that out first."""
     from intera_core_msgs.msg import JointCommand
     forget()
     if isinstance(pose, str):
@@ -345,6 +356,7 @@ def home(pose="neutral", enabled: bool = True, tol: float = 2e-3, timeout: float
         _publisher("/realtime_loop/safety_estop", Bool).publish(Bool(False))
     if _subscribed("/robot/sim/io/cuff"):
         squeeze_cuff(False, timeout)
+    _interaction_off()
     if robot_state().stopped or robot_state().error:
         reset(timeout)
     enable(timeout)
