@@ -7,4 +7,6 @@ cd "$(dirname "$0")"
 ROS_HOME="$(mktemp -d)"; export ROS_HOME
 trap 'rm -rf "$ROS_HOME"' EXIT
 unset ROS_IP
-python -m pytest -q -rfEs "$@"  # (-rfEs: failures, errors and every skip with its reason)
+# two workers (pytest-xdist; INTERA_TEST_WORKERS=0 runs in this process): the tests of a module (a class) stay on one,
+# which starts its robot once; each worker has its own rosmaster and its emulators their own loopback address
+python -m pytest -q -rfEs -n "${INTERA_TEST_WORKERS:-2}" --dist loadscope "$@"  # (-rfEs: failures, errors, skips)

@@ -1,7 +1,8 @@
 """``rosrun intera_compat conformance`` on the sim and on each emulator backend: every case the backend can do passes.
 
-One launch per backend (a module-scoped fixture, parametrized: pytest runs each backend's tests together), one run of
-the tool as a lab runs it (``--report DIR``: its ``results.json`` is read here), then one test per case and backend.
+One launch per backend (a class per backend, its fixture class-scoped: a test worker runs each backend's tests
+together), one run of the tool as a lab runs it (``--report DIR``: its ``results.json`` is read here), then one test
+per case and backend.
 A case the backend cannot do is SKIP in the tool's report with its reason: that passes here (it is the tool's
 answer, not a pytest skip). Each backend's wall time is printed. Skipped without the Intera SDK.
 """
@@ -71,12 +72,12 @@ def _wait_ready(proc, timeout: float = 120.0) -> None:
     pytest.fail(f"no /robot/state {timeout:g} s after the launch:\n{log_tail(proc.log_path)}")
 
 
-@pytest.fixture(scope="module", params=sorted(BACKENDS))
+@pytest.fixture(scope="class")
 def conformance(request, ros_master, tmp_path_factory):
-    """The backend's launch, and the tool's results on it: {case: {result, detail, ...}}."""
+    """The class's backend's launch, and the tool's results on it: {case: {result, detail, ...}}."""
     from intera_compat import testing as T
     from intera_compat.testing.pytest_plugin import clear_params, forget_nodes
-    backend = request.param
+    backend = request.cls.backend
     out = tmp_path_factory.mktemp(f"conformance-{backend}")
     before = talking_to(os.environ["ROS_MASTER_URI"])
     log = open(out / "launch.log", "w")
@@ -107,23 +108,42 @@ def conformance(request, ros_master, tmp_path_factory):
         T.forget()
 
 
-@pytest.mark.parametrize("case", _cases())
-def test_case(conformance, case):
-    backend, results, launch_log = conformance
-    r = results[case]
-    if r["result"] == "SKIP":  # the robot cannot: the tool says why
-        assert r["detail"], f"{case} skipped on {backend} without a reason"
-        return
-    if r["result"] == "FAIL" and (backend, case) in KNOWN:
-        pytest.xfail(f"{KNOWN[(backend, case)]}: {r['detail']}")
-    assert r["result"] == "PASS", (f"{case} on {backend}: {r['detail']}\n--- the launch's log:\n"
-                                   f"{log_tail(launch_log, 30)}")
+class Conformance:
+    """One backend's cases (a class per backend: parallel test workers take one each)."""
+    backend = ""
+
+    @pytest.mark.parametrize("case", _cases())
+    def test_case(self, conformance, case):
+        backend, results, launch_log = conformance
+        r = results[case]
+        if r["result"] == "SKIP":  # the robot cannot: the tool says why
+            assert r["detail"], f"{case} skipped on {backend} without a reason"
+            return
+        if r["result"] == "FAIL" and (backend, case) in KNOWN:
+            pytest.xfail(f"{KNOWN[(backend, case)]}: {r['detail']}")
+        assert r["result"] == "PASS", (f"{case} on {backend}: {r['detail']}\n--- the launch's log:\n"
+                                       f"{log_tail(launch_log, 30)}")
+
+    def test_wall_time(self, conformance):
+        """The backend's run, said (not asserted: the machine's load decides it)."""
+        backend, results, _ = conformance
+        ran = [r for r in results.values() if r["result"] != "SKIP"]
+        print(f"\nconformance on {backend}: {WALL.get(backend, 0):.0f} s wall for {len(ran)} cases run, "
+              f"{sum(r['robot_s'] for r in ran):.0f} s of robot time")
+        assert ran, f"no case ran on {backend}"
 
 
-def test_wall_time(conformance):
-    """Each backend's run, said (not asserted: the machine's load decides it)."""
-    backend, results, _ = conformance
-    ran = [r for r in results.values() if r["result"] != "SKIP"]
-    print(f"\nconformance on {backend}: {WALL.get(backend, 0):.0f} s wall for {len(ran)} cases run, "
-          f"{sum(r['robot_s'] for r in ran):.0f} s of robot time")
-    assert ran, f"no case ran on {backend}"
+class TestSim(Conformance):
+    backend = "sim"
+
+
+class TestRosControl(Conformance):
+    backend = "ros_control"
+
+
+class TestUR(Conformance):
+    backend = "ur"
+
+
+class TestCobot(Conformance):
+    backend = "cobot"
