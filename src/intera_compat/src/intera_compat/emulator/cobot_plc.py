@@ -63,6 +63,7 @@ SETTLED = 1e-4  # rad: a point is reached within this (and at rest)
 DITHER = 0.01  # rad: how far an unsettled joint dithers about its target
 LIFEBIT_TIMEOUT = 0.2  # s of the PLC's time without a change of the lifebit: the motion stops
 LIFEBIT_ERROR = 300  # the error a lifebit stop leaves (ErrorCode)
+SNAP = 1e-9  # rad, rad/s, rad/s²: a joint this close to its target and at rest is there (``_snap``)
 AT_REST = 0.005  # rad/s: every joint slower than this is at rest (``deadman``'s rest time)
 
 
@@ -165,8 +166,13 @@ class CobotPLC(EmulatedArm):
         if res not in (Result.Working, Result.Finished) and any(inp.target_velocity):
             inp.target_velocity = [0.0] * n  # (not reachable at that speed: stop there instead)
             res = self._update()
+        if res not in (Result.Working, Result.Finished) and self._snap():
+            res = self._update()  # (a joint already there, but for round-off: ruckig's sync fails on it)
         if res not in (Result.Working, Result.Finished):
             self._fault(100, f"the motion could not be planned ({res})")
+            print(f"cobot PLC: planning failed ({res}) from {list(inp.current_position)} at "
+                  f"{list(inp.current_velocity)} / {list(inp.current_acceleration)} to {list(inp.target_position)} "
+                  f"at {list(inp.target_velocity)}; points left {len(self.points)}", flush=True)
             return
         out.pass_to_input(inp)
         self.cmd.position[:n] = out.new_position
@@ -182,6 +188,21 @@ class CobotPLC(EmulatedArm):
         if self.unsettled >= 0 and self.mode != ERROR:  # a joint that never gets there
             self.cmd.position[self.unsettled] += DITHER * np.sin(2 * np.pi * 3.0 * time.monotonic())
             self.mode = MOVING
+
+    def _snap(self) -> bool:
+        """Joints within round-off of their target and at rest are put exactly there (a zero-length move is
+        done, not planned: ruckig's synchronisation fails on one that differs by 1e-17 rad); whether any was."""
+        inp = self._inp
+        cur, tgt = np.asarray(inp.current_position), np.asarray(inp.target_position)
+        vel, acc = np.asarray(inp.current_velocity), np.asarray(inp.current_acceleration)
+        there = (np.abs(cur - tgt) < SNAP) & (np.abs(vel) < SNAP) & (np.abs(acc) < SNAP) & \
+            (np.asarray(inp.target_velocity) == 0.0)
+        if not there.any():
+            return False
+        inp.current_position = np.where(there, tgt, cur).tolist()
+        inp.current_velocity = np.where(there, 0.0, vel).tolist()
+        inp.current_acceleration = np.where(there, 0.0, acc).tolist()
+        return True
 
     def _update(self):
         try:
