@@ -56,6 +56,7 @@ from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, M
 TIMEOUT_RANGE = (0.0, 1.0)
 FORWARD_LAG = 1.0  # s a trajectory-only arm may run behind the loop's reference (its controller's feedback)
 PACE_TAU = 0.1  # s: the reference of a paced arm (Backend.paced) runs at 1 this far behind the arm, stops level with it
+PACE_MAX = 10.0  # ... and up to this many times faster (within the joints' limits) when the arm is further ahead
 # rad: a safety-chain cut this large while an arm's force mode moves axes of its own stops that (``_rebase_admitted``;
 # smaller ones are the chain's shaping of an arm in motion)
 FORCE_MODE_CUT = 0.01
@@ -191,6 +192,8 @@ class LoopCycle:
         self._forwarding = sup(Capability.TRAJECTORY_ONLY)
         self._paced = self._forwarding and backend.paced  # the reference follows the arm's own timing
         self._pace = 1.0
+        if self._paced:
+            self.trajectory.speed_max = PACE_MAX
         self._waypoints = self._forwarding and sup(Capability.WAYPOINT)  # POSITION targets go as single waypoints
         self._wp_speed = np.zeros(cfg.n_arm)
         self._waypoint_out = False  # a POSITION target went to the arm as a waypoint (cancelled when it stops driving)
@@ -702,8 +705,10 @@ class LoopCycle:
         controller runs on its own clock (the UR driver's scaled controller follows its speed slider as the loop
         does): a sender's time scaling below 1 or the operator's speed override below 1 (a pause) stops the
         motion instead. A paced arm (a Cobot's PLC, which times the motion itself) sets the reference's pace
-        instead: it follows the arm (``PACE_TAU`` behind at full speed) and never runs ahead of it; the arm's time
-        reaches the end only once the arm is done there, so the trajectory ends then. An arm that takes single
+        instead: it follows the arm (``PACE_TAU`` behind at full speed), never runs ahead of it, and catches up
+        (up to ``PACE_MAX`` × its speed, within the joints' limits) with an arm ahead of it — a PLC honours no hold
+        or slow part of the timing; the arm's time reaches the end only once the arm is done there, so the
+        trajectory ends then. An arm that takes single
         waypoints gets the POSITION source's target as one."""
         t = self.trajectory
         running = self.robot_active and self.arbiter.active is t and t.state in (TRAJ_RUNNING, TRAJ_STOPPING)
@@ -716,8 +721,9 @@ class LoopCycle:
             if t.scaling < 1.0 or self.ch.control.local.speed_override[0] < 1.0:
                 t.cancel(0.0)  # the arm's controller keeps its own clock: a slowed or paused time base is a stop
             state, arm_time = self.backend.progress()
-            if self._paced:  # (the arm times its motion itself: the reference follows it, never runs ahead)
-                self._pace = min(max((arm_time - t.time) / PACE_TAU, 0.0), 1.0) if state == PROGRESS_ACTIVE else 1.0
+            if self._paced:  # (the arm times its motion itself: the reference follows it, ahead or behind)
+                self._pace = min(max((arm_time - t.time) / PACE_TAU, 0.0), PACE_MAX) if state == PROGRESS_ACTIVE \
+                    else 1.0
             elif state == PROGRESS_ACTIVE and t.time - arm_time > FORWARD_LAG:  # (no feedback at all: arm_time 0)
                 self._fault(FAULT_CONTROLLER_ERROR, -1)  # the arm's controller runs behind the reference
                 return

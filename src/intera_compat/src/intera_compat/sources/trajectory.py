@@ -2,7 +2,7 @@
 
 Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's
 factor (``set_scaling``) × the loop's ``speed`` (backend: UR slider, Cobot progress; × operator override): at 0 the arm
-pauses on the path, it does not abort. The applied factor follows a change within
+pauses on the path, it does not abort (above 1 only for an arm that times its motion itself: ``speed_max``). The applied factor follows a change within
 ``scaling_ramp`` seconds for the full range (a pause decelerates along the path, it is not a
 step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ṡ). The applied
 factor is a second-order signal: its rate ṡ keeps every joint within its acceleration limit (signs
@@ -89,7 +89,9 @@ class TrajectorySource(SetpointSource):
         self.error = 0.0  # max |setpoint − measured| over the trajectory's joints, rad
         self.scaling = 1.0  # the sender's factor
         self.applied_scaling = 1.0
-        self.speed = 1.0  # the loop's speed factor this cycle (backend × operator override), 0..1
+        self.speed = 1.0  # the loop's speed factor this cycle (backend × operator override), 0..speed_max
+        # 1, or more for an arm that times its motion itself (a Cobot's PLC): its reference catches up with it
+        self.speed_max = 1.0
         self.max_rate = 1.0 / scaling_ramp  # largest |ṡ| a sender's change of scaling gets, 1/s
         self.rate = 0.0  # ṡ of the applied scaling, 1/s
         self._fresh = True  # the next update starts at the requested scaling
@@ -225,8 +227,8 @@ class TrajectorySource(SetpointSource):
         s = s0 + r * dt
         if (s - want) * gap >= 0.0:  # reached (or passed) it: settle there
             s, r = want, 0.0
-        elif s <= 0.0 or s >= 1.0:  # a rate carried over from a stop into a replacement: never past 0 or 1
-            s, r = min(max(s, 0.0), 1.0), 0.0
+        elif s <= 0.0 or s >= self.speed_max:  # a rate carried over from a stop into a replacement: never past
+            s, r = min(max(s, 0.0), self.speed_max), 0.0  # 0 or the top speed
         self.rate = r
         return s
 
@@ -237,8 +239,8 @@ class TrajectorySource(SetpointSource):
             want = 0.0 if stopping else self.scaling * self.speed
             s0 = self.applied_scaling
             self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
-            if not 0.0 <= want <= 1.0:  # the backend's factor: NaN pauses, out of range is clamped
-                want = min(max(want, 0.0), 1.0) if want == want else 0.0
+            if not 0.0 <= want <= self.speed_max:  # the backend's factor: NaN pauses, out of range is clamped
+                want = min(max(want, 0.0), self.speed_max) if want == want else 0.0
             if self._fresh:
                 s, self.rate = want, 0.0
             elif want != s0 or self.rate != 0.0:
