@@ -173,3 +173,29 @@ def test_the_lifebit_toggles_with_the_loops_cycles_and_stops_with_them(cobot):
     off._aio.close()
     with pytest.raises(ValueError, match="lifebit_period"):
         CobotBackend(RobotModel(CFG), {"lifebit_period": 0.5})  # (the PLC's 0.2 s must span several)
+
+
+def test_a_path_over_itself_follows_the_pass_the_arm_is_on_not_a_later_one(cobot):
+    """Conformance on cobot_emulator.launch (joint_trajectory_client.py: 0.6, 0.3, 0.6, 0.3 of the start): the
+    arm's place on one pass was as near on a later one, the reference ran ahead to it and the path error reached
+    0.2 rad. The arm is on the first segment it moves along."""
+    legs = [0.0, 0.4, 0.1, 0.4, 0.1]  # right_j3, one leg per 2 s
+    t = np.linspace(0.0, 8.0, 161)
+    x = np.interp(t, np.arange(len(legs)) * 2.0, legs)
+    q = np.zeros((len(t), 7))
+    q[:, 3] = x
+    assert cobot.submit(t, q, np.gradient(q, t, axis=0), np.zeros_like(q))
+
+    def at(pos, speed):
+        cobot.monotonic.t += 0.01
+        qq, vv = np.zeros(7), np.zeros(7)
+        qq[3], vv[3] = pos, speed
+        cobot._rx = (cobot.monotonic.t, qq, vv, MOVING, 0, "")
+        cobot.read(HardwareState.zeros(7))
+        return cobot.progress()[1]
+    times = [at(p, 0.2) for p in np.linspace(0.0, 0.3, 30)]  # out along the first leg
+    assert times[-1] == pytest.approx(1.5, abs=0.1)  # (not 4.5: the third leg passes there the same way)
+    times += [at(p, 0.2) for p in np.linspace(0.3, 0.4, 10)]
+    times += [at(p, -0.2) for p in np.linspace(0.4, 0.2, 20)]  # back along the second
+    assert times[-1] == pytest.approx(3.33, abs=0.1)  # (not 7.33: the fourth)
+    assert np.all(np.diff(times) >= 0.0)

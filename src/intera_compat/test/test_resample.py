@@ -48,3 +48,20 @@ def test_the_ends_are_kept_and_small_inputs_pass_through():
 def test_bad_input_is_refused(q, delta, message):
     with pytest.raises(ValueError, match=message):
         resample(q, delta)
+
+
+def test_a_joint_turning_back_keeps_its_turning_point():
+    """joint_trajectory_client.py on the Cobot: out to 0.4 and back to 0.1, resampled at 0.1 — the rule alone kept
+    0.2 and 0.31, and the PLC turned 0.09 rad short of the path's end of travel."""
+    legs = [0.0, 0.4, 0.1, 0.4, 0.1]
+    t = np.linspace(0.0, 8.0, 161)
+    q = np.zeros((len(t), 7))
+    q[:, 3] = np.interp(t, np.arange(len(legs)) * 2.0, legs)
+    kept = resample(q, 0.1)
+    for turn in (40, 80, 120):  # (the legs' ends: 0.4, 0.1, 0.4)
+        assert turn in kept
+    # a joint that rests, then goes back the way it came: the point where it started back is kept too
+    q = np.zeros((9, 2))
+    q[:, 0] = [0.0, 0.1, 0.2, 0.2, 0.2, 0.15, 0.1, 0.05, 0.0]
+    q[:, 1] = np.linspace(0.0, 0.8, 9)
+    assert 4 in resample(q, 0.3) or 2 in resample(q, 0.3)

@@ -52,6 +52,8 @@ NODES = {"positions": "Robot.ActualPositions", "velocities": "Robot.ActualVeloci
          "set_waypoint": "Robot.SetRobotWaypoint", "execute_list": "Robot.ExecuteInstructionList",
          "acknowledge_error": "Robot.AcknowledgeError", "abort": "Robot.Abort", "lifebit": "Robot.Lifebit"}
 PROJECTION_WINDOW = 32  # path segments searched ahead of the last one the arm was on
+SAME_PLACE = 0.01  # rad: segments this much further from the arm than the nearest are as near (a path over itself)
+AT_REST_SPEED = 0.01  # rad/s: an arm slower on every joint has no direction to tell such segments apart
 WAYPOINT_MOVED = 1e-4  # rad: a POSITION target that moved less is not sent again
 END_MARGIN = 0.01  # s: the arm's time stays this short of a trajectory's end until the arm is done there
 RESET_GRACE = 10.0  # s a reset may take to reconnect and have the PLC's error acknowledged (a loaded machine)
@@ -337,7 +339,7 @@ class CobotBackend(Backend):
         now = self.monotonic()
         if self._state == PROGRESS_ACTIVE and stamp != self._last_stamp:
             self._last_stamp = stamp
-            self._follow(q[:n], plc_state, stamp, now)
+            self._follow(q[:n], v[:n], plc_state, stamp, now)
         if self._failure:  # (a refused acknowledgement too: at once)
             state.fault = FAULT_CONTROLLER_ERROR
         elif now < min(self._resetting_until, self._reset_answered + self.settings.reset_settle):
@@ -353,8 +355,11 @@ class CobotBackend(Backend):
             state.fault = 0
         state.fault_joint = -1
 
-    def _follow(self, q: np.ndarray, plc_state: int, stamp: float, now: float) -> None:
-        """Where the arm is along the submitted path (its time there), and whether it is done."""
+    def _follow(self, q: np.ndarray, v: np.ndarray, plc_state: int, stamp: float, now: float) -> None:
+        """Where the arm is along the submitted path (its time there), and whether it is done. A path that goes
+        back over itself (joint_trajectory_client.py: 0.6, 0.3, 0.6, 0.3 of the start) is as near on several
+        segments: the arm is on the first of them (from the last one it was on) that it moves along (``v``, the
+        PLC's measured velocities; at rest: the first) — not on a later pass, which would run the reference ahead."""
         t, Q = self._t, self._q
         k = len(t)
         if k >= 2:
@@ -366,7 +371,10 @@ class CobotBackend(Backend):
             u = np.where(dd > 0.0, np.einsum("ij,ij->i", q - a, d) / np.where(dd > 0.0, dd, 1.0), 1.0)
             np.clip(u, 0.0, 1.0, out=u)
             dist = np.linalg.norm(a + u[:, None] * d - q, axis=1)
-            j = int(np.argmin(dist))
+            near = dist <= dist.min() + SAME_PLACE
+            if float(np.abs(v).max()) > AT_REST_SPEED:
+                near &= d @ v >= 0.0  # (the segments it moves along; if none, the nearest)
+            j = int(np.argmax(near)) if near.any() else int(np.argmin(dist))
             self._seg = lo + j
             reached = min(t[lo + j] + u[j] * (t[lo + j + 1] - t[lo + j]), t[-1] - END_MARGIN)  # (the end: once done)
             if reached > self._arm_time:
