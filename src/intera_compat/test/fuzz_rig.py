@@ -83,8 +83,9 @@ STOP_REVERSE = STOP_REVERSE_K * AMAX ** 3 + 1e-4  # (the most: from braking at t
 REVERSE_SLACK = 1e-4  # rad: what the reference of a joint at rest may move back (rounding, shaping)
 RETURN_OVERSHOOT = 0.01  # of the way back to a commanded resting point: what the shaping may pass it by
 # rad/s: a commanded velocity this small is a point at rest (the rounding a client's profile leaves at its end
-# instant, 0.4 - 4 * (0.4 - 0.3) = -1.1e-16, is no direction of motion)
-V_ZERO = 1e-9
+# instant, 0.4 - 4 * (0.4 - 0.3) = -1.1e-16, is no direction of motion; nor is -6e-8 rad/s, a profile's float32
+# rest: 30-min run on a295966, a point "at rest" with a = +6 rad/s² judged moving backward when it moved 0.1 mrad on)
+V_ZERO = 1e-6
 REST_SPEED = 0.01  # rad/s: at rest (the loop's own tests: "stopped there, not crawling")
 
 
