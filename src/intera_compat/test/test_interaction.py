@@ -428,6 +428,93 @@ def force_mode_arm():
     return L
 
 
+class SelfRegulatingArm(SimPositionBackend):
+    """A UR's force mode as the emulator has it: along the compliant axes its own target moves at ``FORCE_GAIN``
+    × (the wrench asked + the one the world exerts), the other axes follow the loop's command; and a loop that
+    stalls: now and then the arm runs on for several periods between two of the loop's cycles."""
+
+    capabilities = SimPositionBackend.capabilities | {Capability.FORCE_MODE}
+    STALLS = (12, 3, 25, 7)  # periods the arm runs on, every ``EVERY`` cycles in turn
+
+    def __init__(self, rm, q0, every=17):
+        super().__init__(rm, q0)
+        self.every, self.cycles, self.own = every, 0, None
+        self.fid, self._qp = rm.frame_id(rm.cfg.tips[0]), np.zeros(rm.model.nq)
+
+    def _pose(self, q):
+        self.rm.to_pin(q, self._qp)
+        pin.framesForwardKinematics(self.rm.model, self.rm.data, self._qp)
+        return self.rm.data.oMf[self.fid].copy()
+
+    def write(self, command):
+        from intera_compat.emulator.ur_controller import FORCE_GAIN
+        self.cycles += 1
+        periods = 1 if self.cycles % self.every else 1 + self.STALLS[self.cycles // self.every % len(self.STALLS)]
+        axes = command.force_axes > 0
+        if not axes.any():
+            self.own = None
+            for _ in range(periods):
+                super().write(command)
+            return
+        asked, v_asked = command.position.copy(), command.velocity.copy()
+        command.velocity[:] = 0.0  # (servoJ: a target, no velocity)
+        if self.own is None:
+            self.own = self._qpos[self._qadr].copy()
+        for _ in range(periods):
+            x, xp = self._pose(self.own), self._pose(asked)
+            step = np.r_[xp.translation - x.translation, pin.log3(xp.rotation @ x.rotation.T)]
+            v = command.force_wrench + self.scene_force6()
+            step[axes] = (v * np.repeat(FORCE_GAIN, 3))[axes] * self.period  # (the task frame: the base's axes)
+            self._pose(self.own)
+            J = pin.computeFrameJacobian(self.rm.model, self.rm.data, self._qp, self.fid,
+                                         pin.LOCAL_WORLD_ALIGNED)[:, self.rm.perm]
+            self.own += J.T @ np.linalg.solve(J @ J.T + 1e-4 * np.eye(6), step)
+            command.position[:] = self.own
+            super().write(command)
+        command.position[:], command.velocity[:] = asked, v_asked
+
+    def scene_force6(self) -> np.ndarray:
+        w = np.zeros(6)
+        self._sense(w)
+        return w
+
+
+def test_an_arm_that_regulates_the_force_itself_is_followed_through_loop_stalls_up_to_the_wall_and_held(rm):
+    """A UR's FORCE_WITH_MOTION_LIMIT lifts the tool to the 0.12 m wall and holds it there whatever the load of the
+    machine: a loop that stalls finds the arm further on, and its command (what the arm follows on the other axes,
+    and where it holds once force mode ends) catches up without a step — the safety chain has nothing to cut, so
+    the axis is never taken back, the command never trails the arm by the following window, and "off" holds the
+    arm where it is. (Before: each stall's jump was a step the chain shaped, its cuts rebased the offsets, and the
+    command oscillated about the arm out to the following window; a cut over FORCE_MODE_CUT took the axis back.)"""
+    from intera_compat.emulator.ur_controller import default_config
+    cfg = load_config(default_config())
+    urm = RobotModel(cfg)
+    lim = InteractionLimits.from_config(cfg.control.get("interaction"))
+    L = OfflineLoop(cfg, backend=SelfRegulatingArm(urm, cfg.full_pose("neutral")))
+    L.run(0.1)
+    x0 = urm.fk(L.q, "right_hand")
+    w, _ = pack(True, (IMPEDANCE, IMPEDANCE, FORCE_WITH_MOTION_LIMIT, IMPEDANCE, IMPEDANCE, IMPEDANCE),
+                (1300.0,) * 3 + (30.0,) * 3, (True,) * 6, (), (), (0, 0, 25.0, 0, 0, 0), (0, 0, 0), (0, 0, 0, 1),
+                "right_hand", False, False, False, False, 6, "right_hand", lim)
+    L.event(MSG_INTERACTION, *w)
+    chain0 = L.state.local.limit_interventions[0], L.state.local.following_interventions[0]
+    trail = 0.0
+    for _ in range(int(1.2 / L.dt)):
+        L.step()
+        trail = max(trail, float(np.abs(L.cycle.sp.q[:6] - L.q[:6]).max()))
+    assert L.backend.cycles > 60 and L.cycle.admittance.delegated.tolist() == [0, 0, 1, 0, 0, 0]  # (stalls came)
+    assert (L.state.local.limit_interventions[0], L.state.local.following_interventions[0]) == chain0
+    assert trail < 0.03  # (a stall's jump, caught up; the following window is 0.05 rad)
+    x1 = urm.fk(L.q, "right_hand")
+    assert x1.translation[2] - x0.translation[2] == pytest.approx(0.12, abs=0.001)  # at the wall
+    assert np.abs(x1.translation[:2] - x0.translation[:2]).max() < 0.001  # x, y and the orientation kept
+    assert np.linalg.norm(pin.log3(x1.rotation @ x0.rotation.T)) < 0.002
+    off, _ = pack(False, (), (), (), (), (), (), (0, 0, 0), (0, 0, 0, 1), "", False, False, False, False, 6, "", lim)
+    L.event(MSG_INTERACTION, *off)  # off: a hold where the arm is
+    L.run(0.5)
+    assert L.backend.own is None and np.abs(urm.fk(L.q, "right_hand").translation - x1.translation).max() < 0.0005
+
+
 def test_the_force_axes_go_to_an_arm_with_force_mode_and_the_loop_leaves_them_to_it(rm):
     L = force_mode_arm()
     x0 = hand(L, rm)

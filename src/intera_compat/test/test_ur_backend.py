@@ -142,3 +142,23 @@ def test_close_stops_the_motion_then_the_control_script_before_it_disconnects():
     b.close()  # (the loop's way out: a speedJ must not run on until the watchdog, which some arms report as a
     names = [name for name, _ in b.ctrl.sent]  # protective stop)
     assert names.index("speedStop") < names.index("stopScript") < names.index("disconnect")
+
+
+def test_while_nothing_is_streamed_the_watchdog_is_kicked_by_the_clock_even_when_the_loops_cycles_run_late():
+    """Disabled (nothing streamed), the RTDE watchdog must still hear from the loop 4× as often as it needs: counted
+    by the clock, not in cycles — a loop whose cycles come every 10 ms instead of 2 ms (a loaded machine) would
+    otherwise kick every 12 cycles = 120 ms, and a 10 Hz watchdog stops the program."""
+    rm, b, hs, cmd = streaming("position")
+    b.read(hs)
+    clock = [100.0]
+    b.monotonic = lambda: clock[0]
+    b._ready = False  # (not ready: nothing streamed, the watchdog kept fed)
+    kicks = []
+    for _ in range(60):
+        n = len(b.ctrl.sent)
+        b.write(cmd)
+        if b.ctrl.sent[n:] == [("kickWatchdog", ())]:
+            kicks.append(clock[0])
+        clock[0] += 0.010
+    assert kicks and np.diff(kicks).max() <= 0.25 / b.watchdog_hz + 0.010 + 1e-9
+    assert len(kicks) < 30  # (and not every cycle)

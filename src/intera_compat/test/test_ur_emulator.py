@@ -254,6 +254,13 @@ def test_force_mode_regulates_the_compliant_axis_and_the_others_follow_the_progr
     z = tcp(rr)[2]
     time.sleep(0.5)
     assert abs(tcp(rr)[2] - z) < 0.002
+    # the program turns the base joint: x and y follow it (z stays the force's)
+    rm = RobotModel(load_config(default_config()))
+    q1 = np.array(q0) + np.array([0.05, 0, 0, 0, 0, 0])
+    x1 = rm.fk(q1, rm.cfg.tips[0]).translation
+    assert rc.servoJ(list(q1), 0.0, 0.0, 0.002, 0.1, 300)
+    assert until(lambda: np.abs(tcp(rr)[:2] - x1[:2]).max() < 0.001)
+    assert np.linalg.norm(x1[:2] - x0[:2]) > 0.02
     assert rc.servoStop()  # (first: the script's forceModeStop stops the arm, which a running servoj controls)
     assert rc.forceModeStop()
     assert "force off" in mode(db) and mode(db).endswith("errors 0")
@@ -298,21 +305,26 @@ def test_direct_torque_is_refused_below_polyscope_5_26(emulator):
 @pytest.fixture
 def running_526():
     """The emulator as a PolyScope 5.26 controller, running ur_rtde's control script."""
-    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.emulator", "--version", "5.26.0"],
+    proc = subprocess.Popen([sys.executable, "-m", "intera_compat.emulator", "--host", HOST, "--version", "5.26.0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    assert "UR controller emulator" in proc.stdout.readline().decode()
-    db = dashboard_client.DashboardClient(HOST)
-    db.connect()
-    db.powerOn()
-    db.brakeRelease()
-    rr = receive()
-    rc = rtde_control.RTDEControlInterface(HOST)
-    yield rc, rr, db
-    rc.disconnect()
-    rr.disconnect()
-    db.disconnect()
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(10)
+    try:
+        line = proc.stdout.readline().decode()
+        assert "UR controller emulator" in line, line
+        db = dashboard_client.DashboardClient(HOST)
+        db.connect()
+        db.powerOn()
+        db.brakeRelease()
+        rr = receive()
+        rc = rtde_control.RTDEControlInterface(HOST)
+        yield rc, rr, db
+        rc.disconnect()
+        rr.disconnect()
+        db.disconnect()
+    finally:  # (ended whatever failed: one left behind would hold the address)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        out = proc.communicate(timeout=10)[0].decode()
+        assert proc.returncode in (0, -signal.SIGTERM), out[-2000:]
 
 
 def test_direct_torque_acts_on_top_of_the_controllers_gravity_compensation(running_526):

@@ -305,7 +305,9 @@ def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
     assert wait_for(lambda: heights, 60)
     dashboard("emulator push 0 0 15 0 0 0 1")  # a hand pulls it further up (for 1 s): the wall pushes back
     assert wait_for(lambda: max(heights) > 0.12, 60)
-    assert wait_for(lambda: settled(0.11, 0.125), 120, period=0.0)  # back at the wall once the hand lets go
+    # back at the wall once the hand lets go (while it pulls, the wall holds the tool 15 N / 3000 N/m = 5 mm beyond
+    # it: still for as long as the hand pulls, so "still" alone would not prove the hand let go)
+    assert wait_for(lambda: settled(0.11, 0.122), 120, period=0.0)
     rec.unregister()
     assert 0.12 < max(heights) < 0.135  # (pulled past it, never far)
     x1 = where()

@@ -32,6 +32,7 @@ import numpy as np
 import pinocchio as pin
 
 IMPEDANCE, FORCE, IMPEDANCE_WITH_FORCE_LIMIT, FORCE_WITH_MOTION_LIMIT = 1, 2, 3, 4
+FOLLOW_ACCEL = 0.8  # of the joints' acceleration limits: a command that follows an arm moving itself changes no faster
 WALL_BAND = 0.1  # of a wall's distance: the outward push of an arm's force mode fades to nothing across it
 MODE_NAMES = {IMPEDANCE: "IMPEDANCE", FORCE: "FORCE", IMPEDANCE_WITH_FORCE_LIMIT: "IMPEDANCE_WITH_FORCE_LIMIT",
               FORCE_WITH_MOTION_LIMIT: "FORCE_WITH_MOTION_LIMIT"}
@@ -539,10 +540,12 @@ class CartesianAdmittance:
 
     An arm whose own controller regulates force (``hand_force``: a UR's force mode) is handed the FORCE axes;
     there (``delegated``) the offset follows the measured endpoint instead of the virtual mass, so the command
-    agrees with the arm and nothing jumps when the axis comes back. The motion limit and rotation walls are
-    forces handed to the arm as well (the outward push fading across the last ``WALL_BAND`` before them); every
-    axis is taken back once a joint limit or the safety chain cut the command, until interaction restarts or
-    its parameters change (``hold_back``: the loop's limits stop what the arm moves itself). An
+    agrees with the arm and nothing jumps when the axis comes back — at the arm's own pace, catching up on what a
+    stalled loop finds it moved meanwhile within the joints' acceleration limits (``_smooth``: the safety chain
+    has nothing to cut). The motion limit and rotation walls are forces handed to the arm as well (the outward
+    push fading across the last ``WALL_BAND`` before them, judged where the arm is); every axis is taken back once
+    a joint limit or the safety chain cut the command, or the arm itself left a joint's range, until interaction
+    restarts or its parameters change (``hold_back``: the loop's limits stop what the arm moves itself). An
     arm with freedrive is put in it for a constrained zero-G it carries out exactly (``free``)."""
 
     def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
@@ -586,7 +589,15 @@ class CartesianAdmittance:
         self._lam2 = 1e-4 * np.eye(6)
         self._ns_rate = limits.admittance_nullspace_rate * dt / limits.kns_cap
         self.delegated = np.zeros(6, dtype=bool)  # interaction-frame axes the arm's force mode regulates
-        self._meas = np.zeros(6)  # the measured endpoint's offset from the reference (base axes)
+        self._meas = np.zeros(6)  # the measured endpoint's offset from the reference (base axes) ...
+        self._meas_prev, self._meas_ok = np.zeros(6), False  # ... last cycle's, when it was measured then
+        self._pace = np.zeros(6)  # the arm's own rate along the delegated axes (interaction axes)
+        self._vt = np.zeros(6)  # the target's velocity (base axes) ...
+        self._qt, self._sg, self._sw = np.zeros(n), np.zeros(n), np.zeros(n)  # (the smoothing's work arrays)
+        # ... and the most a command that follows the arm changes its step in a cycle (the joints' acceleration
+        # limits, a margin within the safety chain's: it has nothing to shape)
+        amax = np.asarray(rm.cfg.limits.accel, float)[arm]
+        self._dstep = FOLLOW_ACCEL * np.where(np.isfinite(amax) & (amax > 0.0), amax, 1.0) * dt * dt
         self._pos, self._Ra = np.zeros(3), np.eye(3)  # the controlled point and the interaction frame, last cycle
         self._f_cap = np.repeat(limits.f_cap, 3)
         self._held_back = False  # no axis is handed out until interaction restarts or its parameters change
@@ -602,6 +613,7 @@ class CartesianAdmittance:
         joints): no offset, at rest."""
         self.delegated[:] = False
         self._held_back = False
+        self._meas_ok = False
         self.delta[:] = 0.0
         self.delta_v[:] = 0.0
         self.q_cmd[:] = q
@@ -616,6 +628,7 @@ class CartesianAdmittance:
         was put where the arm is, the offset starts at rest."""
         self._cut = True
         self._has_ref = False
+        self._meas_ok = False
         if reset:
             self.delta_v[:] = 0.0
 
@@ -684,6 +697,52 @@ class CartesianAdmittance:
         axes[:] = self.free
         frame[:3] = 0.0
         frame[3:] = pin.log3(self.params.frame_rotation)
+
+    def _follow_arm(self, R6: np.ndarray, da: np.ndarray, dva: np.ndarray) -> None:
+        """The delegated axes' offset ``da`` is where the arm is (it moves them itself), its rate ``dva`` the arm's
+        own since last cycle (interaction axes; within ``admittance_speed``: a loop that stalled finds the arm
+        further on, a gap ``_smooth`` closes rather than a pace)."""
+        d, pace, w = self.delegated, self._pace, self._tmp
+        np.copyto(da, R6.T @ self._meas, where=d)
+        if self._meas_ok:
+            np.subtract(self._meas, self._meas_prev, out=w)
+            w /= self.dt
+            self._cap_norm(w[:3], self._speed[0])
+            self._cap_norm(w[3:], self._speed[1])
+            np.dot(R6.T, w, out=pace)
+        else:
+            pace[:] = 0.0
+        np.copyto(dva, pace, where=d)
+
+    def _smooth(self, qn: np.ndarray, J: np.ndarray, R6: np.ndarray, dva: np.ndarray, xd_ref: np.ndarray) -> None:
+        """The command ``qn`` (arm joints) of an arm that moves axes itself, as one step from the last command that
+        changes the last step by at most the joints' acceleration (``FOLLOW_ACCEL`` of their limits): at the
+        target's own pace (``dva``, the reference's ``xd_ref``), closing the rest of the way — what a stalled loop
+        finds the arm moved meanwhile, a correction of the last cycle — no faster than it still arrives at that
+        pace (a square-root law), in place. The arm's measured motion is no command: followed as it is, a stall's
+        jump would be a step the safety chain cuts, and each cut rebases the offsets of the axes the loop holds
+        (the command would drift about the arm, out to the following window)."""
+        dt, qt, g, w, ds = self.dt, self._qt, self._sg, self._sw, self._dstep
+        vt = self._vt
+        np.dot(R6, dva, out=vt)
+        vt += xd_ref
+        qt[:] = J.T @ np.linalg.solve(J @ J.T + self._lam2, vt)  # the target's pace (rad/s) ...
+        qt *= dt
+        np.subtract(qn, self.q_cmd, out=g)  # ... and the gap beyond it (rad)
+        g -= qt
+        np.abs(g, out=w)  # the most of it one cycle closes: from steps shrinking by ds, still stopping on it
+        w *= 8.0 * ds
+        w += ds * ds
+        np.sqrt(w, out=w)
+        w -= ds
+        w *= 0.5
+        np.minimum(w, np.abs(g), out=w)
+        np.copysign(w, g, out=w)
+        w += qt  # the step: within the last one ± ds, and the joints' speed limits
+        np.multiply(self.v_cmd, dt, out=g)
+        np.clip(w, g - ds, g + ds, out=w)
+        np.clip(w, -self._dq_max, self._dq_max, out=w)
+        np.add(self.q_cmd, w, out=qn)
 
     def _fk(self, q_arm: np.ndarray, q_full: np.ndarray):
         self._q[:] = 0.0
@@ -769,13 +828,13 @@ class CartesianAdmittance:
         np.multiply(dva, self.dt, out=self._tmp)
         da += self._tmp
         if delegating:
-            np.copyto(da, R6.T @ self._meas, where=self.delegated)
-            np.copyto(dva, 0.0, where=self.delegated)
+            self._follow_arm(R6, da, dva)
         if not p.rotations_cz:
             theta = float(np.linalg.norm(da[3:]))
             if theta > lim.rotation_wall:  # the wall: the offset goes no further
                 da[3:] *= lim.rotation_wall / theta
                 dva[3:] = 0.0
+        self._meas_prev[:], self._meas_ok = self._meas, delegating
         self.F_world[:] = R6 @ self.F
         # the target pose and one damped least-squares step toward it from the last command
         d_w = R6 @ da
@@ -789,22 +848,28 @@ class CartesianAdmittance:
         if not np.isfinite(dq).all():
             return False
         # the joints' speed limits and the lead over the measured joints (the step scaled as a whole: its
-        # direction stays), then their position limits (and a joint already beyond the lead band: back into it)
-        scale = 1.0 / max(1.0, float(np.max(np.abs(dq) / self._dq_max)))
+        # direction stays; an arm that moves axes itself: the step smoothed, ``_smooth``), then their position
+        # limits (and a joint already beyond the lead band: back into it)
         q_meas = q[arm]
-        room = self._q_new
-        for sign in (1.0, -1.0):  # how far each joint may go toward +/- before it leads by admittance_max_lag
-            np.multiply(sign, q_meas, out=room)
-            room += self._lag
-            room -= sign * self.q_cmd
-            moving = sign * dq > 0.0
-            if moving.any():
-                allowed = float(np.min(np.maximum(room[moving], 0.0) / (sign * dq[moving])))
-                scale = min(scale, allowed)
-        cut = scale < 1.0
         qn = self._q_new
-        np.multiply(dq, scale, out=qn)
-        qn += self.q_cmd
+        if delegating:
+            np.add(self.q_cmd, dq, out=qn)
+            self._smooth(qn, J, R6, dva, xd_ref)
+            cut = False
+        else:
+            scale = 1.0 / max(1.0, float(np.max(np.abs(dq) / self._dq_max)))
+            room = self._q_new
+            for sign in (1.0, -1.0):  # how far each joint may go toward +/- before it leads by admittance_max_lag
+                np.multiply(sign, q_meas, out=room)
+                room += self._lag
+                room -= sign * self.q_cmd
+                moving = sign * dq > 0.0
+                if moving.any():
+                    allowed = float(np.min(np.maximum(room[moving], 0.0) / (sign * dq[moving])))
+                    scale = min(scale, allowed)
+            cut = scale < 1.0
+            np.multiply(dq, scale, out=qn)
+            qn += self.q_cmd
         if (np.abs(qn - q_meas) > self._lag + 1e-12).any():
             np.clip(qn, q_meas - self._lag, q_meas + self._lag, out=qn)
             cut = True
@@ -813,6 +878,8 @@ class CartesianAdmittance:
             cut = True
             if self.delegated.any():
                 self.hold_back()
+        if delegating and ((q_meas < self._q_lo).any() or (q_meas > self._q_hi).any()):
+            self.hold_back()  # (the arm's own force mode took a joint beyond its range: the loop takes over)
         self._q_prev[:] = self.q_cmd
         self._J_last[:] = J
         np.subtract(qn, self.q_cmd, out=self.v_cmd)

@@ -22,7 +22,8 @@ Force mode (``forceMode``, a realtime command; ``forceModeStop``) and freedrive 
 
 The RTDE watchdog (``setWatchdog``: ``rtde_set_watchdog("input_int_register_0", f, "stop")`` in ur_rtde's script)
 counts in the controller's own time (``now``, ``clock``: ``emulated_arm.py``; a stall of the emulator's thread is no
-silence of the client's): no write of that register for ``1 / f`` s stops the program, and the controller brings
+silence of the client's, even one too long for its schedule to catch up — over 0.1 s —, which it skips; nor is its
+own lag in reading what the client sent: ``INPUT_GRACE``): no write of that register for ``1 / f`` s stops the program, and the controller brings
 the arm to rest from the speed it had — a straight stop in joint space, the leading joint at
 ``PROGRAM_STOP_DECELERATION`` (the emulator's figure: the real controller's own for a program stop is not
 documented) — and holds it; ``deadman`` reports when (last input, trip, rest, in controller time). Without the
@@ -79,6 +80,7 @@ CONTACT_FORCE = 5.0  # N along the asked direction (any, if none) that tool_cont
 READY, DONE = 1, 2
 PERIOD = 0.002  # s: the e-Series controller's cycle
 UNLOCK_DELAY = 5.0  # s after a protective stop before it may be unlocked
+INPUT_GRACE = 0.05  # s (wall): how long a cycle that would trip the watchdog waits for inputs sent but not yet read
 PROGRAM_STOP_DECELERATION = 10.0  # rad/s²: the leading joint's, when the watchdog stops the program (emulator's)
 AT_REST = 0.005  # rad/s: every joint slower than this is at rest (``deadman``'s rest time)
 ANALOG_SPAN = 10.0  # V: the analog outputs are in the voltage domain (reported in V, set as a ratio of this)
@@ -116,6 +118,9 @@ class URController(EmulatedArm):
         self._v = np.zeros(self.n)
         self._move = None  # (t, q0, dq, T, ramp time, blocking)
         self._q = np.zeros(self.rm.model.nq)
+        # what RTDE reports is computed on the server's thread, outside the lock: a model data of its own (sharing the
+        # arm's would hand the force step another configuration's placement now and then)
+        self._q_out, self._data_out = np.zeros(self.rm.model.nq), self.rm.model.createData()
         self.watchdog_hz = 0.0  # setWatchdog: the program stops when input_int_register_0 is not written this often
         self._last_input = 0.0  # when (``clock``) the client last wrote input_int_register_0
         self.watchdog_trips = 0
@@ -147,9 +152,16 @@ class URController(EmulatedArm):
     def _loop(self) -> None:
         steps = max(1, int(round(PERIOD / self.plant.period)))
         nxt = time.monotonic() + PERIOD
+        last = None
         while self._run:
+            self._await_inputs(nxt - PERIOD - self.t0)
             with self.lock:  # (while motion is not allowed the target stays where the arm was held)
                 self.now = nxt - PERIOD - self.t0  # (this cycle's slot)
+                if last is not None and self.now - last > 2.0 * PERIOD:  # (the schedule restarted after a stall
+                    # of the emulator's own, too long to catch up: what the client sent meanwhile waits, unread —
+                    # the stall is no silence of the client's, the watchdog's count resumes where it was)
+                    self._last_input = min(self._last_input + (self.now - last - PERIOD), self.now)
+                last = self.now
                 self.cmd.velocity[:] = 0.0
                 self._script_cycle()
                 write = SimBackend.write if self.cmd.mode == CommandMode.TORQUE else SimPositionBackend.write
@@ -164,6 +176,18 @@ class URController(EmulatedArm):
                                                                        self.moving_allowed()):
                         trip["rest"] = self.now
             nxt = sleep_until_next(nxt, PERIOD)
+
+    def _await_inputs(self, now: float) -> None:
+        """Before a cycle that would find the client silent for the watchdog: a moment (``INPUT_GRACE``, wall
+        time, outside the lock) for what the client has sent to be read. A real controller reads its inputs as they
+        come; the emulator's threads share one interpreter, and on a loaded machine the one that reads them can lag
+        the arm's by tens of ms — that is no silence of the client's. (The cycle keeps its slot: a silent client's
+        stop comes at the same controller time.)"""
+        if not (self.script and self.watchdog_hz > 0):
+            return
+        end = time.monotonic() + INPUT_GRACE
+        while now - self._last_input > 1.0 / self.watchdog_hz and time.monotonic() < end:
+            time.sleep(0.001)
 
     @property
     def fed(self) -> float:
@@ -411,7 +435,8 @@ class URController(EmulatedArm):
         compliant ones (both in the task frame), as one Cartesian step of the arm's target."""
         sel, R6, wrench, limits = self.force_mode
         q = self.cmd.position[:self.n]
-        x_arm, x_prog = self._pose(q), self._pose(self._prog_q)
+        x_arm = self._pose(q).copy()  # (a copy: the model's data holds one placement, the next call overwrites it)
+        x_prog = self._pose(self._prog_q)
         step = np.r_[x_prog.translation - x_arm.translation, pin.log3(x_prog.rotation @ x_arm.rotation.T)]
         step = R6.T @ step
         v = R6.T @ self._sensed()  # (what the world pushes on the tool; the tool pushes back with its negative)
@@ -426,6 +451,7 @@ class URController(EmulatedArm):
         return self.state.wrench - self.ft_offset
 
     def _pose(self, q_arm: np.ndarray) -> pin.SE3:
+        """The TCP's placement at ``q_arm`` — the model data's own, valid until the next call."""
         self.rm.to_pin(np.r_[q_arm, np.zeros(len(self.cfg.all_joints) - self.n)], self._q)
         pin.framesForwardKinematics(self.rm.model, self.rm.data, self._q)
         return self.rm.data.oMf[self._fid]
@@ -550,9 +576,9 @@ class URController(EmulatedArm):
             mode, smode, rstate, slider = self.robot_mode, self.safety_mode, self.runtime_state, self.speed_slider
             ints, doubles = list(self.out_int), list(self.out_double)
             din, dout, ain, aout = self.digital_in, self.digital_out, list(self.analog_in), list(self.analog_out)
-        self.rm.to_pin(np.r_[q, np.zeros(len(self.cfg.all_joints) - self.n)], self._q)
-        J = pin.computeFrameJacobian(self.rm.model, self.rm.data, self._q, self._fid, pin.LOCAL_WORLD_ALIGNED)
-        x = self.rm.data.oMf[self._fid]
+        self.rm.to_pin(np.r_[q, np.zeros(len(self.cfg.all_joints) - self.n)], self._q_out)
+        J = pin.computeFrameJacobian(self.rm.model, self._data_out, self._q_out, self._fid, pin.LOCAL_WORLD_ALIGNED)
+        x = self._data_out.oMf[self._fid]
         pose = np.r_[x.translation, pin.log3(x.rotation)]  # (UR poses: position, rotation vector)
         speed = J[:, self.rm.perm[:self.n]] @ qd
         powered = mode not in (POWER_OFF, NO_CONTROLLER, DISCONNECTED, BOOTING)

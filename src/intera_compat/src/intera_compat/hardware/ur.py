@@ -9,7 +9,8 @@ arm); ``DashboardClient`` powers the arm on, releases its brakes and unlocks pro
 
 * Dead-man: the script's ``rtde_set_watchdog("input_int_register_0", watchdog_hz, "stop")`` is set whenever the
   script is (re)started and on every enable; every command the loop sends writes that register (servoJ / speedJ /
-  a torque each cycle) and, while nothing is streamed, ``kickWatchdog`` does, 4× as often as the watchdog needs.
+  a torque each cycle) and, while nothing is streamed, ``kickWatchdog`` does, 4× as often as the watchdog needs (by
+  the clock, not a count of cycles: a loop whose cycles run late still kicks in time).
   A loop process that dies, hangs or loses the link stops the program within ``1 / watchdog_hz`` (at most
   ``1 / MIN_WATCHDOG_HZ`` = 0.5 s) and the controller stops the arm; without it, a speedJ would run on at its last
   speed (ur_rtde's script repeats it) and a servoJ would stay at its last target. ``close`` stops the motion and
@@ -249,8 +250,8 @@ class URBackend(Backend):
         self.chore_error = ""  # the last failed chore's text (a controller error until reset / enable)
         # while nothing is streamed the watchdog is kicked 4× faster than it needs
         self.watchdog_hz = max(s.watchdog_hz, TORQUE_WATCHDOG_HZ) if self.torque_mode else s.watchdog_hz
-        self._kick_every = max(1, int(s.rate / (4.0 * self.watchdog_hz))) if self.watchdog_hz > 0 else 0
-        self._cycle = 0
+        self._kick_period = 0.25 / self.watchdog_hz if self.watchdog_hz > 0 else 0.0  # s (by the clock: a loop
+        self._kicked = -np.inf  # whose cycles run late must not kick less often)
         self.ctrl_lock = threading.Lock()
         self.recv_lock = threading.Lock()
 
@@ -565,9 +566,10 @@ class URBackend(Backend):
                 else:
                     ctrl.speedJ([0.0] * 6, self.settings.stop_deceleration, self.period)
                 self._halt = False
-            elif slot == _IDLE and self._kick_every:
-                self._cycle += 1
-                if self._cycle % self._kick_every == 0:
+            elif slot == _IDLE and self._kick_period:
+                now = self.monotonic()
+                if now - self._kicked >= self._kick_period:
+                    self._kicked = now
                     ctrl.kickWatchdog()
         except Exception:
             pass  # (a lost link, or a value ur_rtde refused: read reports the one, the monitors the other)
