@@ -21,9 +21,9 @@ class OwnTimingArm(SimBackend):
     capabilities = frozenset({Capability.TRAJECTORY_ONLY})
     paced = True
 
-    def __init__(self, rate: float):
+    def __init__(self, rate: float, stuck: bool = False):
         super().__init__(RobotModel(CFG), CFG.full_pose("neutral"))
-        self.rate, self.path, self.elapsed = rate, None, 0.0
+        self.rate, self.stuck, self.path, self.elapsed = rate, stuck, None, 0.0
 
     def submit(self, t, q, v, a, order: int = 5) -> bool:
         self.path, self.elapsed = (np.array(t, float), np.array(q, float), np.array(v, float)), 0.0
@@ -50,13 +50,15 @@ class OwnTimingArm(SimBackend):
         if self.path is None:
             return PROGRESS_NONE, 0.0
         arm_time, end = self.rate * self.elapsed, float(self.path[0][-1])
+        if self.stuck:  # (a joint that never settles: the arm's time stays short of the end, as a Cobot's does)
+            return PROGRESS_ACTIVE, min(arm_time, end - 0.01)
         return (PROGRESS_DONE, end) if arm_time >= end else (PROGRESS_ACTIVE, arm_time)
 
 
-def run(rate: float):
+def run(rate: float, stuck: bool = False):
     """The SDK's joint_trajectory_client.py shape (the arm's angles held for 1 s, then 0.3 rad on right_j3 over
     3 s) on an arm at ``rate`` × the timing: (reference time, arm time) per cycle, and the result."""
-    arm = OwnTimingArm(rate)
+    arm = OwnTimingArm(rate, stuck)
     L = OfflineLoop(CFG, backend=arm)
     L.step()
     q0 = L.arm_q
@@ -89,3 +91,11 @@ def test_the_reference_waits_for_an_arm_behind_the_timing():
     assert np.all(times[:, 0] <= times[:, 1] + 0.05)
     assert np.all(times[len(times) // 10:, 0] <= times[len(times) // 10:, 1] + STEP)
     assert times[-1, 1] > 3.5  # (the arm's own time: it took twice as long)
+
+
+def test_a_fast_catch_up_never_passes_an_arm_that_does_not_finish():
+    """The catch-up's braking (the time base's rate and jerk limits) passed an arm stuck short of the end, and the
+    trajectory SUCCEEDED while the Cobot's unsettled axis had not arrived (test_cobot_node's unsettled case)."""
+    times, res = run(rate=2.0, stuck=True)
+    assert res is None  # still running: the arm is not done
+    assert np.all(times[:, 0] <= times[:, 1] + STEP) and times[-1, 0] <= 4.0 - 0.01 + 1e-9

@@ -722,8 +722,9 @@ class LoopCycle:
                 t.cancel(0.0)  # the arm's controller keeps its own clock: a slowed or paused time base is a stop
             state, arm_time = self.backend.progress()
             if self._paced:  # (the arm times its motion itself: the reference follows it, ahead or behind)
-                self._pace = min(max((arm_time - t.time) / PACE_TAU, 0.0), PACE_MAX) if state == PROGRESS_ACTIVE \
-                    else 1.0
+                active = state == PROGRESS_ACTIVE
+                self._pace = min(max((arm_time - t.time) / PACE_TAU, 0.0), PACE_MAX) if active else 1.0
+                t.time_cap = arm_time if active else np.inf  # (a fast catch-up's braking never passes the arm)
             elif state == PROGRESS_ACTIVE and t.time - arm_time > FORWARD_LAG:  # (no feedback at all: arm_time 0)
                 self._fault(FAULT_CONTROLLER_ERROR, -1)  # the arm's controller runs behind the reference
                 return
@@ -735,7 +736,7 @@ class LoopCycle:
                 self.backend.cancel()
             self._forwarded = 0.0
         if not running:
-            self._pace = 1.0
+            self._pace, t.time_cap = 1.0, np.inf
             if not self._waypoints:
                 return
             if self.robot_active and self.arbiter.active is self.position:

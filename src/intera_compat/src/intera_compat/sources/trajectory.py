@@ -92,6 +92,7 @@ class TrajectorySource(SetpointSource):
         self.speed = 1.0  # the loop's speed factor this cycle (backend × operator override), 0..speed_max
         # 1, or more for an arm that times its motion itself (a Cobot's PLC): its reference catches up with it
         self.speed_max = 1.0
+        self.time_cap = np.inf  # the time it may not pass (a paced arm's own time: its catch-up never overshoots)
         self.max_rate = 1.0 / scaling_ramp  # largest |ṡ| a sender's change of scaling gets, 1/s
         self.rate = 0.0  # ṡ of the applied scaling, 1/s
         self._fresh = True  # the next update starts at the requested scaling
@@ -255,6 +256,8 @@ class TrajectorySource(SetpointSource):
                 self.a += self._tmp
             self.v *= s
             self.time += self.dt * s
+            if self.time > self.time_cap:
+                self.time = self.time_cap
             if self.time >= self.traj.duration and self.segment >= self.traj.k - 1:
                 self.time = self.traj.duration
                 self._finish(CANCELLED if stopping else SUCCEEDED)
