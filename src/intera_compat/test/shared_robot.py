@@ -96,8 +96,8 @@ class SharedLaunch:
                 cuff.publish(IOComponentCommand(op="set", args=json.dumps(
                     {"signals": {"right_cuff": {"data": [0]}}})))
                 cuff.unregister()
-            from intera_compat.testing import _interaction_off
-            _interaction_off()
+            from intera_compat.testing import interaction_off
+            interaction_off()
             estop = publisher("/realtime_loop/safety_estop", Bool)
             estop.publish(Bool(False))
             reset = publisher("/robot/set_super_reset", Empty)

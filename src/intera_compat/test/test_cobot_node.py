@@ -1,7 +1,8 @@
-"""cobot_emulator.launch: the Cobot backend through asyncua to the reference cobot PLC (on conftest's EMULATOR_HOST) — JTAS goals
-as resampled point lists (or single points), a cancel mid-motion that stops the arm and ends the goal preempted,
-the PLC's error (stopped + error, reset acknowledges it), a refused call, a dropped connection, an axis that never
-settles, and POSITION commands as single waypoints. (The Limb-level suite runs against it too: conftest "cobot".)"""
+"""cobot_emulator.launch: the Cobot backend through asyncua to the reference cobot PLC (on conftest's EMULATOR_HOST) —
+JTAS goals as resampled point lists (or single points), a cancel mid-motion that stops the arm and ends the goal
+preempted, the PLC's error (stopped + error, reset acknowledges it), a refused call, a dropped connection, an axis that
+never settles, and POSITION commands as single waypoints. (The Limb-level suite runs against it too: conftest
+"cobot".)"""
 import time
 
 import numpy as np

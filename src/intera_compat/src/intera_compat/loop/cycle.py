@@ -707,8 +707,8 @@ class LoopCycle:
         motion instead. A paced arm (a Cobot's PLC, which times the motion itself) sets the reference's pace
         instead: it follows the arm (``PACE_TAU`` behind at full speed), never runs ahead of it, and catches up
         (up to ``PACE_MAX`` × its speed, within the joints' limits) with an arm ahead of it — a PLC honours no hold
-        or slow part of the timing; the arm's time reaches the end only once the arm is done there, so the
-        trajectory ends then. An arm that takes single
+        or slow part of the timing (the source's ``time_cap``: its braking never passes the arm); the arm's time
+        reaches the end only once the arm is done there, so the trajectory ends then. An arm that takes single
         waypoints gets the POSITION source's target as one."""
         t = self.trajectory
         running = self.robot_active and self.arbiter.active is t and t.state in (TRAJ_RUNNING, TRAJ_STOPPING)

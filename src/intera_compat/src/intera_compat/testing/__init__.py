@@ -326,7 +326,7 @@ def _subscribed(topic: str) -> bool:
     return any(t == topic and nodes for t, nodes in subs)
 
 
-def _interaction_off() -> None:
+def interaction_off() -> None:
     """Interaction control ended, as the SDK's scripts end it (an inactive command; one left on by an earlier test
     would hold the arm where its force put it)."""
     from intera_core_msgs.msg import InteractionControlCommand
@@ -356,7 +356,7 @@ def home(pose="neutral", enabled: bool = True, tol: float = 2e-3, timeout: float
         _publisher("/realtime_loop/safety_estop", Bool).publish(Bool(False))
     if _subscribed("/robot/sim/io/cuff"):
         squeeze_cuff(False, timeout)
-    _interaction_off()
+    interaction_off()
     if robot_state().stopped or robot_state().error:
         reset(timeout)
     enable(timeout)
