@@ -254,6 +254,7 @@ def test_a_held_arm_pushed_away_comes_back_at_a_walking_pace_not_a_snap(loop):
         loop.event(MSG_SUPPRESS, SUPPRESS_CONTACT_SAFETY)
 
     q0 = loop.arm_q
+    no_contact_safety()  # (from the push's first cycle on: a detected collision would brake the hold's target away)
     push(loop, 0, 150.0, 0.4, no_contact_safety)  # stronger than the joint's effort limit: it gives way
     away = loop.arm_q[0] - q0[0]
     assert away > 0.2
@@ -289,6 +290,32 @@ def test_brakes_hold_where_the_arm_was_pushed_to(loop):
     loop.run(1.0)
     assert abs(loop.arm_q[0] - away) < 0.01  # enabled there: held where it is, not pulled in to the limit
     assert loop.cycle.upper[0] > away - 0.01
+
+
+@pytest.mark.parametrize("stop", ["estop", "safety_estop", "disable"])
+def test_brakes_stop_a_moving_arm_without_springing_back(loop, stop):
+    """Brakes stop the arm from where it is measured, at the joints' acceleration limits, and hold where it
+    stopped: stopping dead at the measurement pulled a 0.5 rad/s arm back 5 mrad and let it creep."""
+    from intera_compat.loop.layouts import MSG_SAFETY_ESTOP, VELOCITY_MODE
+    L = loop
+    for _ in range(60):  # right_j0 at 0.5 rad/s
+        L.send(VELOCITY_MODE, ARM, velocity=[0.5, 0, 0, 0, 0, 0, 0])
+        L.run(0.01)
+    assert abs(L.state.local.velocity[0] - 0.5) < 0.02
+    q_press = L.arm_q[0]
+    {"estop": lambda: L.event(MSG_ESTOP, 1), "safety_estop": lambda: L.event(MSG_SAFETY_ESTOP, 1),
+     "disable": lambda: L.event(MSG_ENABLE, 0)}[stop]()
+    q, v = [], []
+    for _ in range(1500):
+        L.step()
+        q.append(L.arm_q[0])
+        v.append(L.state.local.velocity[0])
+    q, v = np.array(q), np.array(v)
+    assert (L.state.local.enabled[0] == 0.0) == (stop != "safety_estop")  # (the latch holds an enabled arm)
+    amax = L.cfg.limits.accel[0]
+    assert q.max() - q_press < 0.5 ** 2 / (2 * amax) + 0.5 * 0.04  # its stopping distance, and a bite of jerk
+    assert v.min() > -0.01  # never reversing
+    assert q.max() - q[-1] < 5e-4 and abs(v[-1]) < 1e-3  # held where it stopped
 
 
 def reference_accel(L, seconds, every=None):

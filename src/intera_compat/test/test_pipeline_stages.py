@@ -150,7 +150,7 @@ class ZeroG(HoldSource):
 
 def test_arbiter_override_slot_takes_precedence_and_brakes_win_over_everything():
     args = (LO, HI, VMAX, AMAX, 0.001)
-    brake, hold = HoldSource(slice(0, N), *args, ramp=False), HoldSource(slice(0, N), *args)
+    brake, hold = HoldSource(slice(0, N), *args, stop="brakes"), HoldSource(slice(0, N), *args)
     zero_g = ZeroG(slice(0, N), *args)
     arb = Arbiter(brake, hold, None)
     arb.overrides.append(zero_g)

@@ -142,8 +142,12 @@ class LoopCycle:
                                         self.adapter.supports(Capability.EFFORT))
         self.following = self.chain.get("following_error")
         self.robot = RobotStateMachine(enabled=start_enabled)
+        sup = self.adapter.supports
+        # an arm without joint torques brakes itself (Backend.brake): under the brakes the loop's setpoint follows
+        # where it is, so whatever moved it meanwhile, nothing jumps when it is enabled again
+        self._own_brakes = not sup(Capability.TORQUE) or backend.holds_itself
         # sources
-        self.brake = HoldSource(everything, lo, hi, vmax, amax, dt, ramp=False)
+        self.brake = HoldSource(everything, lo, hi, vmax, amax, dt, stop="dead" if self._own_brakes else "brakes")
         self.hold = HoldSource(arm, lo, hi, vmax, amax, dt)
         head = self.head = None
         if n > na:  # the head pan: its own source, HeadPanCommand targets
@@ -159,8 +163,8 @@ class LoopCycle:
                         TRAJECTORY_MODE: self.stream}
         self.arbiter = Arbiter(self.brake, self.hold, head)
         # overrides, highest priority first: the safety E-stop latch, a detected collision, the cuff's zero-G
-        self.estop_hold = SafetyHold(arm, lo, hi, vmax, amax, dt)
-        self.collision_hold = SafetyHold(arm, lo, hi, vmax, amax, dt)
+        self.estop_hold = SafetyHold(arm, lo, hi, vmax, amax, dt, "brakes")
+        self.collision_hold = SafetyHold(arm, lo, hi, vmax, amax, dt, "dead")
         self.zero_g = ZeroGSource(arm, self.adapter.supports(Capability.TORQUE))
         self.arbiter.overrides = [self.estop_hold, self.collision_hold, self.zero_g]
         self._measured_handover = (self.brake, self.estop_hold, self.collision_hold, self.zero_g)
@@ -170,7 +174,6 @@ class LoopCycle:
         # torque arms: impedance (joint torques); arms that take positions and measure the endpoint wrench:
         # admittance; others: none (the listener refuses the command)
         ilim = interaction_limits(cfg)
-        sup = self.adapter.supports
         self.impedance = self.admittance = None
         if sup(Capability.TORQUE):
             self.impedance = CartesianImpedance(rm, cfg.tips[0], arm, ilim, dt)
@@ -185,9 +188,6 @@ class LoopCycle:
         self._cartesian_on = False  # the command's force-mode / freedrive rows are set
         self._no_interaction = (*self._measured_handover, self.torque)
         self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
-        # an arm without joint torques brakes itself (Backend.brake): under the brakes the loop's setpoint follows
-        # where it is, so whatever moved it meanwhile, nothing jumps when it is enabled again
-        self._own_brakes = not sup(Capability.TORQUE) or backend.holds_itself
         # a trajectory-only arm is handed each whole trajectory the trajectory source starts (``_forward``)
         self._forwarding = sup(Capability.TRAJECTORY_ONLY)
         self._paced = self._forwarding and backend.paced  # the reference follows the arm's own timing
@@ -604,8 +604,8 @@ class LoopCycle:
         self.arbiter.selected = self.hold
 
     def _safety_estop(self, on: bool, now: float) -> None:
-        """The safety E-stop latch (/realtime_loop/safety_estop) set or released: the arm and the head stop dead
-        where they are and take no command while it holds; interaction control ends."""
+        """The safety E-stop latch (/realtime_loop/safety_estop) set or released: the arm brakes from where
+        it is measured, the head stops dead, and neither takes a command while it holds; interaction control ends."""
         if on == self.estop_hold.on:
             return
         self.estop_hold.on = on

@@ -88,7 +88,7 @@ class HeadSource(PositionSource):
             self.yaw = self.yaw_offset + float(hw.position[self.j0]) + float(self.interp.target[0])
 
     def hold_here(self, hw: HardwareState) -> None:
-        """The safety E-stop latch: the head stops dead where it is measured (as the arm does) and takes no target
+        """The safety E-stop latch: the head stops dead where it is measured and takes no target
         until ``release``; a cancelled yaw is not chased while held."""
         self.held = True
         self.blocked = False

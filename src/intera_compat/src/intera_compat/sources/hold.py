@@ -1,7 +1,15 @@
-"""Hold: keep the joints where they are (after a smooth stop when they were moving).
+"""Hold: keep the joints where they are (after a stop when they were moving).
 
-The default source, the command-timeout fallback, the end of a cancelled trajectory and, with
-``ramp=False``, the brakes of a disabled or stopped robot.
+Three ways to come to rest (``stop``):
+
+- ``"ramp"``: a hold decelerates along the last setpoint, then keeps it (the default source, the command-timeout
+  fallback, the end of a cancelled trajectory);
+- ``"brakes"``: the brakes of a disabled, stopped or E-stopped arm the loop drives by its joint torques, and the
+  safety E-stop latch: from the *measured* state at the joints' acceleration limits, biting within ``1/BRAKE_JERK``
+  s, then holding where the arm stopped. A brake never springs back: stopping dead at the measurement
+  pulled a 0.5 rad/s arm back 5 mrad past its stop and it crept there afterwards;
+- ``"dead"``: the measurement itself (an arm that brakes itself: the loop's setpoint only follows it; a detected
+  collision).
 """
 from __future__ import annotations
 
@@ -11,18 +19,26 @@ from ..control.stop import StopRamp
 from ..hardware.base import HardwareState
 from .base import Setpoint, SetpointSource, clamp
 
+BRAKE_JERK = 50.0  # brakes: jerk limit = this × the acceleration limits per second (full bite in 20 ms)
+STOPS = ("ramp", "brakes", "dead")
+
 
 class HoldSource(SetpointSource):
     def __init__(self, idx: slice, lower: np.ndarray, upper: np.ndarray, vmax: np.ndarray, amax: np.ndarray,
-                 dt: float, ramp: bool = True):
+                 dt: float, stop: str = "ramp"):
         super().__init__(idx)
+        if stop not in STOPS:
+            raise ValueError(f"HoldSource stop: {stop!r} is none of {', '.join(STOPS)}")
         self.lower, self.upper = lower[idx], upper[idx]
-        self.ramp = StopRamp(vmax[idx], amax[idx], dt) if ramp else None
+        self.measured = stop != "ramp"  # the stop starts from the measured state, and the hold slips where pushed
+        self.ramp = None if stop == "dead" else StopRamp(vmax[idx], amax[idx], dt,
+                                                         BRAKE_JERK if stop == "brakes" else 10.0)
         self.q = np.zeros(len(self.lower))
         self._zero = np.zeros(len(self.lower))
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
-        """Decelerate along the last setpoint (ramp), or stop dead at the measurement (brakes).
+        """Decelerate along the last setpoint (ramp) or from the measured state (brakes), or stop dead at the
+        measurement.
 
         After TORQUE_MODE there is no tracked setpoint: the ramp starts from the measured state.
         """
@@ -30,7 +46,7 @@ class HoldSource(SetpointSource):
         if self.ramp is None:
             np.clip(hw.position[i], self.lower, self.upper, out=self.q)
             return
-        if sp.torque_only[i].any():
+        if self.measured or sp.torque_only[i].any():
             self.ramp.start(hw.position[i], hw.velocity[i], self._zero)
         else:
             self.ramp.start(sp.q[i], sp.v[i], sp.a[i])
@@ -50,22 +66,25 @@ class HoldSource(SetpointSource):
     def rebase(self, sp: Setpoint) -> None:
         """The chain held the setpoint back (following-error window, limits).
 
-        Brakes hold where the arm was pushed to (they slip, they do not spring back); a hold
-        keeps its target and returns to it at the pace the safety chain allows; a stop ramp restarts.
+        A stop under way restarts from there. Stopped, brakes hold where the arm was pushed to (they slip,
+        they do not spring back); a hold keeps its target and returns to it at the pace the safety chain allows.
         """
         i = self.idx
-        if self.ramp is None:
-            clamp(sp.q[i], self.lower, self.upper, self.q)
-        elif self.ramp.active:
+        if self.ramp is not None and self.ramp.active:
             self.ramp.start(sp.q[i], sp.v[i], sp.a[i])
+        elif self.measured:
+            clamp(sp.q[i], self.lower, self.upper, self.q)
 
 
 class SafetyHold(HoldSource):
-    """An override that stops the arm dead at its measured position while ``on`` (collision
-    detected, safety E-stop latched): the arbiter's override slot, the chain restarts from it."""
+    """An override that holds the arm while ``on``, from where it was measured when it engaged: the arbiter's
+    override slot, the chain restarts from it. The safety E-stop latch brakes (``"brakes"``: never springing
+    back); a detected collision stops dead (``"dead"``: the arm's own run-on was into what it hit, and it
+    gives back that much)."""
 
-    def __init__(self, idx: slice, lower: np.ndarray, upper: np.ndarray, vmax: np.ndarray, amax: np.ndarray, dt: float):
-        super().__init__(idx, lower, upper, vmax, amax, dt, ramp=False)
+    def __init__(self, idx: slice, lower: np.ndarray, upper: np.ndarray, vmax: np.ndarray, amax: np.ndarray, dt: float,
+                 stop: str):
+        super().__init__(idx, lower, upper, vmax, amax, dt, stop)
         self.on = False
 
     def engaged(self) -> bool:
