@@ -6,7 +6,7 @@ import pytest
 
 from intera_compat.config import load_config
 from intera_compat.hardware.sim import SimBackend, push_words, pushable_links
-from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_SAFETY_ESTOP, MSG_SIM_WRENCH, MSG_SUPPRESS,
+from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_SAFETY_ESTOP, MSG_SIM_WRENCH, MSG_SUPPRESS,
                                        POSITION_MODE,
                                        SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
                                        SUPPRESS_GRAVITY, SUPPRESS_KEYS, TRAJECTORY_MODE, VELOCITY_MODE)
@@ -185,6 +185,34 @@ def test_driving_into_the_table_trips_impact_holds_and_resumes():
         L.run(0.01)
     assert det.state == NONE and L.cycle.arbiter.active is L.cycle.velocity
     assert L.state.local.velocity[1] < -0.2
+
+
+@pytest.mark.parametrize("event", [(MSG_SAFETY_ESTOP, 1), (MSG_ESTOP, 1), (MSG_ENABLE, 0)],
+                         ids=["safety_estop", "estop", "disable"])
+def test_brakes_right_after_a_collision_do_not_push_into_what_the_arm_hit(event):
+    """The latch, the button or a disable 2 ms after a trip: the brakes stop dead as the collision hold does (braking
+    on from the measured speed, into the table, pressed it with 56-63 N instead of the hold's 13)."""
+    def pressing(L, seconds):
+        for _ in range(int(seconds / L.dt)):
+            L.step()
+        return float(np.linalg.norm(L.backend.scene_force()))
+
+    alone = started([TABLE])
+    assert drive_down(alone, 0.8, 0.8)[1] is not None
+    L = started([TABLE])
+    det = L.cycle.detection
+    for k in range(3000):
+        if k % 10 == 0:
+            L.send(VELOCITY_MODE, ARM, velocity=[0, 0.8, 0, 0, 0, 0, 0])
+        L.step()
+        if det.tripped:
+            break
+    assert det.tripped
+    L.run(0.002)
+    L.event(*event)
+    pressed = pressing(L, 0.5)
+    assert (L.state.local.enabled[0] == 0.0) == (event[0] != MSG_SAFETY_ESTOP)  # (it took)
+    assert pressed < 2.0 * pressing(alone, 0.5) + 10.0  # (the collision hold alone: 6 N; braking on: 56 N)
 
 
 def test_suppressed_contact_safety_does_not_trip():

@@ -656,7 +656,7 @@ class LoopCycle:
                 self._safety_stop(R_COLLISION)
                 self._end_interaction()
             if det.holding != self.collision_hold.on:
-                self.collision_hold.on = det.holding
+                self.collision_hold.on = self.brake.contact = self.estop_hold.contact = det.holding
                 self.safety_changed = True
 
     # ---- the cycle ----------------------------------------------------------------------

@@ -7,7 +7,9 @@ Three ways to come to rest (``stop``):
 - ``"brakes"``: the brakes of a disabled, stopped or E-stopped arm the loop drives by its joint torques, and the
   safety E-stop latch: from the *measured* state at the joints' acceleration limits, biting within ``1/BRAKE_JERK``
   s, then holding where the arm stopped. A brake never springs back: stopping dead at the measurement
-  pulled a 0.5 rad/s arm back 5 mrad past its stop and it crept there afterwards;
+  pulled a 0.5 rad/s arm back 5 mrad past its stop and it crept there afterwards. While a detected collision
+  holds the arm (``contact``) they stop dead instead: braking on from the measured speed pushed it into what it
+  hit (63 N on the table against 13 N);
 - ``"dead"``: the measurement itself (an arm that brakes itself: the loop's setpoint only follows it; a detected
   collision).
 """
@@ -35,6 +37,9 @@ class HoldSource(SetpointSource):
                                                          BRAKE_JERK if stop == "brakes" else 10.0)
         self.q = np.zeros(len(self.lower))
         self._zero = np.zeros(len(self.lower))
+        # brakes: a detected collision holds the arm (the loop sets it) — they stop dead at the measurement instead,
+        # as the collision hold does: the arm's run-on is into what it hit
+        self.contact = False
 
     def activate(self, sp: Setpoint, hw: HardwareState, now: float) -> None:
         """Decelerate along the last setpoint (ramp) or from the measured state (brakes), or stop dead at the
@@ -43,8 +48,10 @@ class HoldSource(SetpointSource):
         After TORQUE_MODE there is no tracked setpoint: the ramp starts from the measured state.
         """
         i = self.idx
-        if self.ramp is None:
+        if self.ramp is None or (self.measured and self.contact):
             np.clip(hw.position[i], self.lower, self.upper, out=self.q)
+            if self.ramp is not None:
+                self.ramp.active = False
             return
         if self.measured or sp.torque_only[i].any():
             self.ramp.start(hw.position[i], hw.velocity[i], self._zero)
