@@ -99,3 +99,46 @@ def test_a_fast_catch_up_never_passes_an_arm_that_does_not_finish():
     times, res = run(rate=2.0, stuck=True)
     assert res is None  # still running: the arm is not done
     assert np.all(times[:, 0] <= times[:, 1] + STEP) and times[-1, 0] <= 4.0 - 0.01 + 1e-9
+
+
+def test_a_catch_up_keeps_the_reference_within_the_joints_velocity_limits():
+    """An arm running 4× a 1.5 rad move's timing: the reference caught up at 5.8× and right_j3's ran at 2.89 rad/s
+    against its 1.957 limit."""
+    arm = OwnTimingArm(4.0)
+    L = OfflineLoop(CFG, backend=arm)
+    L.step()
+    q0 = L.arm_q
+    q1 = q0.copy()
+    q1[3] -= 1.5
+    tid = L.trajectories.execute([0.0, 1.0, 4.0], [q0, q0, q1])
+    t, vmax, fastest = L.cycle.trajectory, CFG.limits.velocity[:7], 0.0
+    for _ in range(3000):
+        L.step()
+        if t.traj_id == tid and t.state == T.TRAJ_RUNNING:
+            fastest = max(fastest, float((np.abs(t.v) / vmax).max()))
+    assert L.trajectories.results.get(tid) is not None
+    assert 0.9 < fastest <= 1.0 + 1e-9  # (it does catch up, at the limit)
+
+
+def test_a_replacement_starts_on_the_arms_new_time_not_the_old_pace():
+    """A trajectory replacing one the reference was catching up on at 9× started at that pace, with the old arm's
+    time as its cap, and stepped back when the arm's new time came."""
+    arm = OwnTimingArm(3.0)
+    L = OfflineLoop(CFG, backend=arm)
+    L.step()
+    q0 = L.arm_q
+    q1 = q0.copy()
+    q1[3] += 0.3
+    L.trajectories.execute([0.0, 1.0, 4.0], [q0, q0, q1])
+    for _ in range(600):
+        L.step()
+    t = L.cycle.trajectory
+    assert L.cycle._pace > 2.0  # (catching up)
+    tid = L.trajectories.execute([0.5, 2.5], [L.cycle.sp.q[:7].copy(), q0])
+    last = 0.0
+    for _ in range(200):
+        L.step()
+        if t.traj_id == tid:
+            assert last <= t.time <= arm.progress()[1] + STEP  # (it ran ahead at the old pace, then stepped back)
+            last = t.time
+    assert t.traj_id == tid and t.time > 0.0

@@ -2,7 +2,9 @@
 
 Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's factor (``set_scaling``) ×
 the loop's ``speed`` (backend: UR slider, Cobot progress; × operator override): at 0 the arm pauses on the path, it does
-not abort (above 1 only for an arm that times its motion itself: ``speed_max``; its time never passes ``time_cap``). The
+not abort (above 1 only for an arm that times its motion itself: ``speed_max``, within every joint's velocity limit; its time
+never passes ``time_cap``, which restarts at 0 with each trajectory; where it holds the time back, the velocity and
+acceleration are those of the time actually passed). The
 applied factor follows a change within ``scaling_ramp`` seconds for the full range (a pause decelerates along the path,
 it is not a step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ṡ). The applied
 factor is a second-order signal: its rate ṡ keeps every joint within its acceleration limit (signs
@@ -160,6 +162,8 @@ class TrajectorySource(SetpointSource):
         self.traj_id = traj_id
         self.state = TRAJ_RUNNING
         self.time = 0.0
+        if self.speed_max > 1.0:  # a paced arm: its time restarts with the trajectory it is handed (the loop sets it)
+            self.time_cap = 0.0
         self.segment = -1
         return True
 
@@ -242,6 +246,12 @@ class TrajectorySource(SetpointSource):
             self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
             if not 0.0 <= want <= self.speed_max:  # the backend's factor: NaN pauses, out of range is clamped
                 want = min(max(want, 0.0), self.speed_max) if want == want else 0.0
+            if want > 1.0:  # (a paced arm's catch-up: never past a joint's velocity limit)
+                np.abs(self.v, out=self._tmp)
+                self._tmp /= self.vmax
+                top = float(self._tmp.max())
+                if top * want > 1.0:
+                    want = max(1.0 / top, 1.0)
             if self._fresh:
                 s, self.rate = want, 0.0
             elif want != s0 or self.rate != 0.0:
@@ -250,18 +260,19 @@ class TrajectorySource(SetpointSource):
                 s = s0
             self._fresh = False
             self.applied_scaling = s
+            capped = self.time + self.dt * s > self.time_cap
+            if capped:  # (a paced arm's own time: the reference never passes it, and moves as fast as it really does)
+                s = s0 = max((self.time_cap - self.time) / self.dt, 0.0)
             self.a *= s * s
             if s != s0:
                 np.multiply(self.v, (s - s0) / self.dt, out=self._tmp)  # v_path·ṡ
                 self.a += self._tmp
             self.v *= s
-            self.time += self.dt * s
-            if self.time > self.time_cap:
-                self.time = self.time_cap
+            self.time = self.time_cap if capped else self.time + self.dt * s
             if self.time >= self.traj.duration and self.segment >= self.traj.k - 1:
                 self.time = self.traj.duration
                 self._finish(CANCELLED if stopping else SUCCEEDED)
-            elif stopping and s == 0.0:
+            elif stopping and self.applied_scaling == 0.0:
                 self._finish(CANCELLED)
         elif self.state == TRAJ_DONE:
             self.v[:] = 0.0
