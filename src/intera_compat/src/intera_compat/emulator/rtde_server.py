@@ -11,10 +11,13 @@ Unknown output variables are answered NOT_FOUND (the client then refuses to star
 """
 from __future__ import annotations
 
+import array
+import fcntl
 import re
 import socket
 import socketserver
 import struct
+import termios
 import threading
 import time
 
@@ -81,6 +84,22 @@ class _Connection(socketserver.BaseRequestHandler):
         self.inputs: list[tuple[list[str], str]] = []  # recipe id k+1: (names, struct format)
         self.streaming = threading.Event()
         self.closed = False
+        self.reading = False  # a message's first bytes are read, it is not yet handled
+        self._queued = array.array("i", [0])
+        self.server.connections.add(self)
+
+    def finish(self) -> None:
+        self.server.connections.discard(self)
+
+    def pending(self) -> bool:
+        """Something the client sent is not handled yet: bytes in the socket, or a message being read."""
+        if self.reading:
+            return True
+        try:
+            fcntl.ioctl(self.request.fileno(), termios.FIONREAD, self._queued)
+        except OSError:
+            return False
+        return self._queued[0] > 0
 
     def _send(self, kind: int, payload: bytes = b"") -> None:
         with self.send_lock:
@@ -103,11 +122,13 @@ class _Connection(socketserver.BaseRequestHandler):
                 head = self._recv_exact(3)
                 if head is None:
                     return
+                self.reading = True
                 size, kind = struct.unpack(">HB", head)
                 body = self._recv_exact(size - 3) if size > 3 else b""
                 if body is None:
                     return
                 self._on_message(kind, body)
+                self.reading = False
         except OSError:
             return
         finally:
@@ -186,6 +207,8 @@ class RTDEServer(ThreadedServer):
         self.stopping = False
         self.silent = False
         self.inputs: dict = {}  # the latest value of every input variable any client wrote
+        self.connections: set = set()
+        controller.inputs_pending = self.pending
         self._owners: dict = {}  # input variable → the connection that set it up
         self._lock = threading.Lock()
 
@@ -197,6 +220,10 @@ class RTDEServer(ThreadedServer):
             for x in set(names) - used:
                 self._owners[x] = conn
             return used
+
+    def pending(self) -> bool:
+        """Some client sent what is not handled yet (the controller's watchdog waits for it: it came in time)."""
+        return any(c.pending() for c in list(self.connections))
 
     def take_inputs(self, values: dict) -> None:
         with self._lock:

@@ -23,7 +23,7 @@ Force mode (``forceMode``, a realtime command; ``forceModeStop``) and freedrive 
 The RTDE watchdog (``setWatchdog``: ``rtde_set_watchdog("input_int_register_0", f, "stop")`` in ur_rtde's script) counts
 in the controller's own time (``now``, ``clock``: ``emulated_arm.py``; a stall of the emulator's thread is no silence of
 the client's, even one too long for its schedule to catch up — over 0.1 s —, which it skips; nor is its own lag in
-reading what the client sent: ``INPUT_GRACE``): no write of that register for ``1 / f`` s stops the program, and the
+reading what the client sent and what waits in the socket: ``INPUT_GRACE``): no write of that register for ``1 / f`` s stops the program, and the
 controller brings the arm to rest from the speed it had — a straight stop in joint space, the leading joint at
 ``PROGRAM_STOP_DECELERATION`` (the emulator's figure: the real controller's own for a program stop is not
 documented) — and holds it; ``deadman`` reports when (last input, trip, rest, in controller time). Without the
@@ -124,6 +124,7 @@ class URController(EmulatedArm):
         self.watchdog_hz = 0.0  # setWatchdog: the program stops when input_int_register_0 is not written this often
         self._last_input = 0.0  # when (``clock``) the client last wrote input_int_register_0
         self.watchdog_trips = 0
+        self.inputs_pending = lambda: False  # what a client sent waits to be read (the RTDE server sets it)
         # the last watchdog stop, in controller time: the last input before it, the trip, the leading joint's speed
         # then, and when the arm came to rest (before the trip if it had stopped by itself: a servoJ's last target;
         # -1: not yet)
@@ -178,15 +179,17 @@ class URController(EmulatedArm):
             nxt = sleep_until_next(nxt, PERIOD)
 
     def _await_inputs(self, now: float) -> None:
-        """Before a cycle that would find the client silent for the watchdog: a moment (``INPUT_GRACE``, wall
-        time, outside the lock) for what the client has sent to be read. A real controller reads its inputs as they
-        come; the emulator's threads share one interpreter, and on a loaded machine the one that reads them can lag
-        the arm's by tens of ms — that is no silence of the client's. (The cycle keeps its slot: a silent client's
-        stop comes at the same controller time.)"""
+        """Before a cycle that would find the client silent for the watchdog: if what the client sent is waiting
+        to be read (``inputs_pending``: bytes in the RTDE socket, a message half read), a moment (``INPUT_GRACE``,
+        wall time, outside the lock) for it to be. A real controller reads its inputs as they come; the emulator's
+        threads share one interpreter, and on a loaded machine the one that reads them can lag the arm's by tens
+        of ms — that is no silence of the client's. Nothing waiting: the client is silent, no grace. (The cycle
+        keeps its slot: a silent client's stop comes at the same controller time.)"""
         if not (self.script and self.watchdog_hz > 0):
             return
         end = time.monotonic() + INPUT_GRACE
-        while now - self._last_input > 1.0 / self.watchdog_hz and time.monotonic() < end:
+        while (now - self._last_input > 1.0 / self.watchdog_hz and self.inputs_pending()
+               and time.monotonic() < end):
             time.sleep(0.001)
 
     @property
