@@ -515,6 +515,30 @@ def test_an_arm_that_regulates_the_force_itself_is_followed_through_loop_stalls_
     assert L.backend.own is None and np.abs(urm.fk(L.q, "right_hand").translation - x1.translation).max() < 0.0005
 
 
+def test_force_mode_stops_at_a_joint_limit_the_config_tightens():
+    """A lab's config narrows right_j1 to 0.3 rad above the start (the URDF's is 2π): force mode lifting the tool
+    drives that joint there and the loop takes the axes back at it — the range checked was the URDF's, and the arm
+    went 0.5 rad past the configured limit."""
+    from intera_compat.emulator.ur_controller import default_config
+    cfg = load_config(default_config())
+    cfg.limits.upper[1] = cfg.full_pose("neutral")[1] + 0.3
+    urm = RobotModel(cfg)
+    lim = InteractionLimits.from_config(cfg.control.get("interaction"))
+    L = OfflineLoop(cfg, backend=SelfRegulatingArm(urm, cfg.full_pose("neutral"), every=10 ** 9))
+    L.run(0.1)
+    w, _ = pack(True, (IMPEDANCE, IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE), (1300.0,) * 3 + (30.0,) * 3,
+                (True,) * 6, (), (), (0, 0, 25.0, 0, 0, 0), (0, 0, 0), (0, 0, 0, 1), "right_hand", False, False,
+                False, False, 6, "right_hand", lim)
+    L.event(MSG_INTERACTION, *w)
+    beyond, delegated = 0.0, False
+    for _ in range(int(3.0 / L.dt)):
+        L.step()
+        beyond = max(beyond, L.q[1] - cfg.limits.upper[1])
+        delegated |= bool(L.cycle.admittance.delegated.any())
+    assert delegated and not L.cycle.admittance.delegated.any()  # (the arm moved itself; then the loop took over)
+    assert L.q[1] > cfg.limits.upper[1] - 0.01 and beyond < 0.01  # (driven there, and held at it)
+
+
 def test_the_force_axes_go_to_an_arm_with_force_mode_and_the_loop_leaves_them_to_it(rm):
     L = force_mode_arm()
     x0 = hand(L, rm)

@@ -548,7 +548,9 @@ class CartesianAdmittance:
     restarts or its parameters change (``hold_back``: the loop's limits stop what the arm moves itself). An
     arm with freedrive is put in it for a constrained zero-G it carries out exactly (``free``)."""
 
-    def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float):
+    def __init__(self, rm, tip: str, arm: slice, limits: InteractionLimits, dt: float, lower=None, upper=None):
+        """``lower``/``upper``: the loop's position range in force for the arm's joints (views: the safety bypass
+        widens it in place); without them, the model's."""
         self.rm, self.arm, self.lim, self.dt = rm, arm, limits, dt
         self.model, self.data = rm.model, rm.data
         self.fid = rm.frame_id(tip)
@@ -570,9 +572,13 @@ class CartesianAdmittance:
         vmax = np.asarray(rm.model.velocityLimit, float)[self.cols]
         vmax = np.where(np.isfinite(vmax) & (vmax > 0.0), vmax, 1.0)
         self._dq_max = vmax * dt
-        lo, hi = (np.asarray(a, float)[self.cols] for a in (rm.model.lowerPositionLimit, rm.model.upperPositionLimit))
-        bounded = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
-        self._q_lo, self._q_hi = np.where(bounded, lo, -np.inf), np.where(bounded, hi, np.inf)
+        if lower is not None and upper is not None:  # (a config's range tighter than the URDF's is the one in force)
+            self._q_lo, self._q_hi = lower, upper
+        else:
+            lo, hi = (np.asarray(a, float)[self.cols] for a in (rm.model.lowerPositionLimit,
+                                                                rm.model.upperPositionLimit))
+            bounded = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
+            self._q_lo, self._q_hi = np.where(bounded, lo, -np.inf), np.where(bounded, hi, np.inf)
         self._lag = limits.admittance_max_lag
         self._cut = False  # a bound cut the last step: recompute δ from the commanded pose
         self._q = np.zeros(rm.model.nq)

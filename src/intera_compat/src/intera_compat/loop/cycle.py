@@ -180,7 +180,7 @@ class LoopCycle:
             self._ref_window = ilim.reference_window
             self._ref_dev, self._ref_out = np.zeros(na), np.zeros(na, dtype=bool)
         elif sup(Capability.WRENCH) and (sup(Capability.POSITION) or sup(Capability.VELOCITY)):
-            self.admittance = CartesianAdmittance(rm, cfg.tips[0], arm, ilim, dt)
+            self.admittance = CartesianAdmittance(rm, cfg.tips[0], arm, ilim, dt, self.lower[arm], self.upper[arm])
             n_arm = self.admittance.n
             self._source_q, self._source_v, self._cut, self._kept_q, self._kept_v = (np.zeros(n_arm) for _ in range(5))
         self.interaction_law = self.impedance or self.admittance
