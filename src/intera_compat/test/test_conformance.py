@@ -25,15 +25,6 @@ pytestmark = [pytest.mark.conformance, pytest.mark.skipif(
 BACKENDS = {"sim": ROBOT_LAUNCHES["sim"], "ros_control": ROBOT_LAUNCHES["ros_control"],
             "ur": ROBOT_LAUNCHES["ur"], "cobot": ROBOT_LAUNCHES["cobot"]}
 
-# (backend, case) → the robot-side reason it fails today (xfail, not strict: it passes once fixed). Measured on
-# c30f553 with the machine under load (load average 20-30): the JTAS's goal was cancelled on every run of every
-# backend, by the loop's keep-alive watchdog (no keep-alive for > 0.100 s at the goal's start: CANCELLED →
-# PATH_TOLERANCE_VIOLATED, the script ends at once), or by a fault of the arm's link (ros_control fake at 50 Hz: no
-# state for 3 periods; Cobot: the PLC's lifebit not changed for 0.2 s) that rejected or aborted the goal.
-_JTAS = ("robot side: the follow_joint_trajectory goal is cancelled at its start (keep-alive watchdog 100 ms, or the "
-         "arm's link timeout) under load")
-KNOWN: dict = {(b, "joint_trajectory_client"): _JTAS for b in ("sim", "ros_control", "ur", "cobot")}
-
 WALL = {}  # backend → wall seconds of its conformance run (printed at the end of the module)
 RESULTS = {}  # backend → the tool's results (the per-backend table printed at the end of the module)
 
@@ -119,8 +110,6 @@ class Conformance:
         if r["result"] == "SKIP":  # the robot cannot: the tool says why
             assert r["detail"], f"{case} skipped on {backend} without a reason"
             return
-        if r["result"] == "FAIL" and (backend, case) in KNOWN:
-            pytest.xfail(f"{KNOWN[(backend, case)]}: {r['detail']}")
         assert r["result"] == "PASS", (f"{case} on {backend}: {r['detail']}\n--- the launch's log:\n"
                                        f"{log_tail(launch_log, 30)}")
 
