@@ -36,6 +36,10 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   period, and one at rest then its first motion. A reference still moving against the stream's direction at its
   last command (its momentum) may first come to rest; a joint whose last TRAJECTORY point was at rest may come back
   to that point's position (a client that sends a position behind a moving joint asks for it);
+* ``springback``: when the brakes or the E-stop latch take a moving arm (a disable, a stop, a fault, the latch on),
+  no joint that moved faster than ``SPRING_SPEED`` runs back from the furthest point it reached along that motion by
+  more than ``SPRING_SLACK`` (brakes bite and slip, they do not spring back) — until the next operation but a
+  ``run``, a push or a squeeze (moved from outside), or a collision hold (which stops dead by design);
 * ``goal``: a whole trajectory runs with a moving reference only if its execute was sent after the last override
   or stop event (stop, disable, fault, E-stop latch on/off, collision hold begin/end, cuff squeeze/release, reset).
 """
@@ -87,6 +91,8 @@ RETURN_OVERSHOOT = 0.01  # of the way back to a commanded resting point: what th
 # rest: 30-min run on a295966, a point "at rest" with a = +6 rad/s² judged moving backward when it moved 0.1 mrad on)
 V_ZERO = 1e-6
 REST_SPEED = 0.01  # rad/s: at rest (the loop's own tests: "stopped there, not crawling")
+SPRING_SPEED = 0.05  # rad/s: a joint moving at least this fast when the brakes take it has a direction
+SPRING_SLACK = 1e-3  # rad: how far it may come back from the furthest point of its stop (the law's tracking)
 
 
 def _law_decay() -> float:
@@ -202,6 +208,8 @@ class FuzzRig:
         self.latched = False
         self.rest_q: np.ndarray | None = None  # where the arm came to rest (rest's drift)
         self.rev: dict | None = None  # reversal monitor after a stream's last command
+        self.spring: dict | None = None  # springback monitor after the brakes or the latch took a moving arm
+        self.braked_was = False
         self.prev = None  # last cycle's record (copies)
         self.range_excess = np.zeros((2, N))  # the range in force beyond the configured one (upper, lower)
         self.hold_was = False
@@ -224,6 +232,7 @@ class FuzzRig:
         self.seq += 1
         if not keeps_reversal:
             self.rev = None
+            self.spring = None
 
     # ---- operations -------------------------------------------------------------------------------------
     def run(self, seconds: float) -> None:
@@ -494,10 +503,19 @@ class FuzzRig:
         hold = bool(c.collision_hold.on)
         if hold != self.hold_was or (s.enabled[0], s.stopped[0], s.error[0]) != was["robot"]:
             self._override(by_loop=True)  # (enabled, disabled, stopped, faulted, reset; a collision hold)
+        braked = self.latched or not self._active()
+        if braked and not self.braked_was and not hold:
+            moving = np.abs(v[:NA]) > SPRING_SPEED
+            self.spring = {"dir": np.where(moving, np.sign(v[:NA]), 0.0), "far": q[:NA].copy()} if moving.any() \
+                else None
+        self.braked_was = braked
         if self.now < self.push_until + SETTLE or self.squeezed:
             self.quiet_since = self.now  # moved from outside: the rest clock restarts after
             self.rest_q = None
             self.rev = None
+            self.spring = None
+        if hold or not braked:
+            self.spring = None
         # permission: a command the loop executed while the robot was active, no latch, no zero-G
         if s.commands[0] > was["commands"] and self._active() and not self.latched and not self.squeezed:
             self.permitted = True
@@ -512,6 +530,7 @@ class FuzzRig:
                 self.permitted = True
         self._check_rest(t, was, hold)
         self._check_reversal(t)
+        self._check_springback(t)
 
     def _check_limits(self, t: float, q: np.ndarray, tracked: np.ndarray) -> None:
         c = self.c
@@ -640,6 +659,20 @@ class FuzzRig:
                                                f"last direction of motion ({d[j]:+.0f}) after the stream's last "
                                                f"command (allowed {tl[j]:.4f}: a stop from braking at "
                                                f"{rv['brake'][j]:.3g} rad/s²)")
+
+
+    def _check_springback(self, t: float) -> None:
+        sp = self.spring
+        if sp is None:
+            return
+        d, far, q = sp["dir"], sp["far"], self.s.position[:NA]
+        np.copyto(far, np.where(d > 0, np.maximum(far, q), np.minimum(far, q)), where=d != 0)
+        back = (far - q) * d
+        bad = back > SPRING_SLACK
+        if bad.any():
+            j = int(np.argmax(bad))
+            self._fail("springback", t, f"joint {j}: braked while moving ({d[j]:+.0f}), it came back {back[j]:.4f} "
+                                        f"rad from the furthest point of its stop")
 
 
 def _lst(x):
