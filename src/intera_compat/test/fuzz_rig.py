@@ -18,7 +18,8 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   it (a push, zero-G, its own torque — until ``SETTLE`` after), and from there it only comes back (it never gets
   farther out by more than ``LIMIT_SLACK``);
 * ``rest``: after a stop, a disable, a fault, the E-stop latch (on or off), a collision hold (begin or end), a reset,
-  an enable, or a cuff release, the arm (and the head) come to rest within ``SETTLE`` and stay there (speed ≤
+  an enable, or a cuff release, the arm (and the head, but for a cuff release: the cuff's zero-G is the arm's)
+  come to rest within ``SETTLE`` and stay there (speed ≤
   ``REST_SPEED``, reference steps ≤ ``REST_SPEED``·dt, drift ≤ ``REST_DRIFT``) until a new command is executed
   (a JointCommand the loop counts while the robot is active and no latch or zero-G holds it, a whole trajectory that
   starts, an interaction command, for the head a head command) — except that interaction control on at a cuff
@@ -365,7 +366,9 @@ class FuzzRig:
         self.L.event(MSG_CUFF, 1.0 if on else 0.0)
         if on != self.squeezed:
             self.squeezed = on
+            head = self.head_permitted
             self._override()
+            self.head_permitted = head  # (the cuff's zero-G is the arm's: a head move under way goes on)
             if not on and self.s.interaction_on[0] == 1.0 and self._active():
                 self.permitted = True  # (docs/interaction.md: after a squeeze interaction control resumes by itself)
 

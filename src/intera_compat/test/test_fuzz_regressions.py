@@ -280,6 +280,23 @@ def test_the_head_stops_and_takes_no_command_under_the_estop_latch():
     assert abs(L.q[HEAD] - here) < 5e-3
 
 
+def test_a_cuff_squeeze_does_not_stop_a_head_move():
+    """Fuzz invariant ``rest`` (12-min run on adae5bb: a slow head move, a squeeze and release of the cuff): the rig
+    wrongly expected the head at rest after the release. The cuff's zero-G is the arm's: a head move under way goes
+    on to its target, as on a Sawyer (the head pan is not part of the arm's zero-G)."""
+    L = started()
+    L.event(MSG_HEAD, -1.0, 0.2, 1)
+    L.run(0.3)
+    assert L.state.local.velocity[HEAD] < -0.3  # turning
+    L.event(MSG_CUFF, 1)
+    L.run(0.3)
+    L.event(MSG_CUFF, 0)
+    L.run(0.3)
+    assert L.state.local.velocity[HEAD] < -0.3  # still turning
+    L.run(5.0)
+    assert abs(L.q[HEAD] - (-1.0)) < 0.01
+
+
 # ---- found by the fuzz suite on the fixed loop ----------------------------------------------------------------------
 def test_a_huge_raw_stream_acceleration_overflows_nothing_in_the_cycle():
     """The fuzz suite's ``raw_command`` (a TRAJECTORY_MODE point posted past the validator with a 1e300 rad/s²
