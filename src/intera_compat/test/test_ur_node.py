@@ -289,13 +289,17 @@ def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
         robot_sleep(js, seconds)
         return abs(where()[2] - x0[2] - z) < 1e-3 and lo < where()[2] - x0[2] < hi
 
+    def why() -> str:
+        """What a failed wait saw (a CPU hog's runs: never settled at the wall within 120 s, once in ~10)."""
+        return f"tool {1e3 * (where()[2] - x0[2]):.1f} mm above its start; emulator: {emulator_mode()}; {state.msg}"
+
     assert wait_for(lambda: tip.msg is not None, 10)
     x0 = where()
     # FORCE_WITH_MOTION_LIMIT, 10 N up: the controller lifts the tool (nothing resists) until the 0.12 m wall
     pub.publish(interaction(interaction_control_mode=[1, 1, 4, 1, 1, 1], force_command=[0, 0, 10, 0, 0, 0]))
     assert wait_for(lambda: "force 001000" in emulator_mode(), 60, period=0.1)
     assert wait_for(lambda: where()[2] - x0[2] > 0.06, 60, period=0.1)
-    assert wait_for(lambda: settled(0.11, 0.135), 120, period=0.0)
+    assert wait_for(lambda: settled(0.11, 0.135), 120, period=0.0), why()
     x1 = where()
     assert 0.11 < x1[2] - x0[2] < 0.135 and np.abs(x1[:2] - x0[:2]).max() < 0.005  # held at the wall, x y kept
     assert "force 001000" in emulator_mode()  # (the wall is a force the controller regulates too)
@@ -307,7 +311,7 @@ def test_force_axes_go_to_force_mode_and_a_constrained_zero_g_to_freedrive(ur):
     assert wait_for(lambda: max(heights) > 0.12, 60)
     # back at the wall once the hand lets go (while it pulls, the wall holds the tool 15 N / 3000 N/m = 5 mm beyond
     # it: still for as long as the hand pulls, so "still" alone would not prove the hand let go)
-    assert wait_for(lambda: settled(0.11, 0.122), 120, period=0.0)
+    assert wait_for(lambda: settled(0.11, 0.122), 120, period=0.0), why()
     rec.unregister()
     assert 0.12 < max(heights) < 0.135  # (pulled past it, never far)
     x1 = where()
