@@ -6,8 +6,8 @@ import pytest
 
 from intera_compat.config import load_config
 from intera_compat.hardware.sim import SimBackend, push_words, pushable_links
-from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_SAFETY_ESTOP, MSG_SIM_WRENCH, MSG_SUPPRESS,
-                                       POSITION_MODE,
+from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_SAFETY_ESTOP, MSG_SIM_WRENCH,
+                                       MSG_SUPPRESS, POSITION_MODE,
                                        SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
                                        SUPPRESS_GRAVITY, SUPPRESS_KEYS, TRAJECTORY_MODE, VELOCITY_MODE)
 from intera_compat.loop.offline import OfflineLoop

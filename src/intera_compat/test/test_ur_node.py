@@ -1,7 +1,7 @@
 """ur_emulator.launch: the UR backend through the real ur_rtde client to the UR controller emulator (on conftest's
-EMULATOR_HOST) — JTAS goals under the teach pendant's speed slider (0 pauses, not aborts), a protective stop mid-motion
-(stopped + error, the goal aborted with a message, reset recovers), the robot's E-stop button, a silent RTDE link, and
-the RTDE watchdog kept fed while the robot is disabled. (The Limb-level suite runs against it too: conftest "ur".)
+EMULATOR_HOST) — JTAS goals under the teach pendant's speed slider (0 pauses, not aborts), a protective stop
+mid-motion (stopped + error, the goal aborted with a message, reset recovers), the robot's E-stop button, a silent
+RTDE link, and the RTDE watchdog kept fed while the robot is disabled. (The Limb-level suite runs against it too: conftest "ur".)
 
 One launch for the module's tests of the default interface (each from the robot reset, enabled, the slider at 1 and
 the arm back where it started); the velocity and torque interfaces start their own. The UR's clock is the wall clock

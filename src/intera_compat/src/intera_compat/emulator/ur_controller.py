@@ -20,15 +20,16 @@ Force mode (``forceMode``, a realtime command; ``forceModeStop``) and freedrive 
 * freedrive: the arm yields to the wrench pushed onto it along / about the free axes of the feature frame
   (a damper, ``FREEDRIVE_DAMPING``) and holds the others; motion commands are ignored meanwhile (``ignored``).
 
-The RTDE watchdog (``setWatchdog``: ``rtde_set_watchdog("input_int_register_0", f, "stop")`` in ur_rtde's script) counts
-in the controller's own time (``now``, ``clock``: ``emulated_arm.py``; a stall of the emulator's thread is no silence of
-the client's, even one too long for its schedule to catch up — over 0.1 s —, which it skips; nor is its own lag in
-reading what the client sent and what waits in the socket: ``INPUT_GRACE``): no write of that register for ``1 / f`` s stops the program, and the
-controller brings the arm to rest from the speed it had — a straight stop in joint space, the leading joint at
-``PROGRAM_STOP_DECELERATION`` (the emulator's figure: the real controller's own for a program stop is not
-documented) — and holds it; ``deadman`` reports when (last input, trip, rest, in controller time). Without the
-watchdog, a client that goes quiet leaves the script's servoJ at its last target (the arm stops there) and its
-speedJ at its last speed (the arm runs on): what a real ur_rtde script does.
+The RTDE watchdog (``setWatchdog``: ``rtde_set_watchdog("input_int_register_0", f, "stop")`` in ur_rtde's
+script) counts in the controller's own time (``now``, ``clock``: ``emulated_arm.py``). A stall of the emulator's
+thread is no silence of the client's, even one too long for its schedule to catch up (over 0.1 s), which it skips;
+nor is its lag in reading what the client sent while that waits in the socket (``INPUT_GRACE``). No write of that
+register for ``1 / f`` s stops the program, and the controller brings the arm to rest from the speed it had — a
+straight stop in joint space, the leading joint at ``PROGRAM_STOP_DECELERATION`` (the emulator's figure: the real
+controller's own for a program stop is not documented) — and holds it; ``deadman`` reports when (last input,
+trip, rest, in controller time). Without the watchdog, a client that goes quiet leaves the script's servoJ at its
+last target (the arm stops there) and its speedJ at its last speed (the arm runs on): what a real ur_rtde script
+does.
 
 The emulator's servers (``rtde_server.py``, ``dashboard_server.py``) read and change this state; the arm is
 stepped in real time at the controller's 500 Hz (two 1 ms physics steps per cycle) on its own thread. Modes

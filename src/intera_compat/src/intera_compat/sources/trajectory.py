@@ -1,12 +1,12 @@
 """Whole trajectories handed to the loop once and sampled every cycle on a speed-scaled time base.
 
-Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's factor (``set_scaling``) ×
-the loop's ``speed`` (backend: UR slider, Cobot progress; × operator override): at 0 the arm pauses on the path, it does
-not abort (above 1 only for an arm that times its motion itself: ``speed_max``, within every joint's velocity limit; its time
-never passes ``time_cap``, which restarts at 0 with each trajectory; where it holds the time back, the velocity and
-acceleration are those of the time actually passed). The
-applied factor follows a change within ``scaling_ramp`` seconds for the full range (a pause decelerates along the path,
-it is not a step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ṡ). The applied
+Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's factor
+(``set_scaling``) × the loop's ``speed`` (backend: UR slider, Cobot progress; × operator override): at 0 the arm
+pauses on the path, it does not abort. Above 1 only for an arm that times its motion itself (``speed_max``), within
+every joint's velocity limit; its time never passes ``time_cap``, which restarts at 0 with each trajectory, and
+where the cap holds the time back, the velocity and acceleration are those of the time actually passed. The
+applied factor follows a change within ``scaling_ramp`` seconds for the full range (a pause decelerates along the
+path, it is not a step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ṡ). The applied
 factor is a second-order signal: its rate ṡ keeps every joint within its acceleration limit (signs
 included: braking against the path's own acceleration has more room), its change per cycle keeps
 v_path·s̈ within ``jerk_factor`` × the acceleration limit per second, and it slows down before the
