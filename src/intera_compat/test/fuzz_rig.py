@@ -644,7 +644,7 @@ class FuzzRig:
         repelled = rv["repelled"] = rv.get("repelled", False) or (ca is not None and ca.repelling > 0)
         for name, x, key, slack in (("reference", cq, "ref", 0.0), ("measured", q, "meas", TRACK_SLACK)):
             ext = rv[key]
-            np.copyto(ext, np.where(d > 0, np.maximum(ext, x), np.where(d < 0, np.minimum(ext, x), x)))
+            _furthest(ext, x, d)
             np.copyto(ext, x, where=coast)
             if name == "measured" and repelled:
                 ext[:] = x  # the avoidance's repulsion pushes the arm out of a self-collision: its own motion
@@ -669,13 +669,19 @@ class FuzzRig:
         if sp is None:
             return
         d, far, q = sp["dir"], sp["far"], self.s.position[:NA]
-        np.copyto(far, np.where(d > 0, np.maximum(far, q), np.minimum(far, q)), where=d != 0)
+        _furthest(far, q, d)
         back = (far - q) * d
         bad = back > SPRING_SLACK
         if bad.any():
             j = int(np.argmax(bad))
             self._fail("springback", t, f"joint {j}: braked while moving ({d[j]:+.0f}), it came back {back[j]:.4f} "
                                         f"rad from the furthest point of its stop")
+
+
+def _furthest(ext: np.ndarray, x: np.ndarray, d: np.ndarray) -> None:
+    """``ext`` (in place): the furthest each joint got along its direction ``d`` (+1 / -1), now ``x``; where ``d`` is
+    0, ``x`` itself."""
+    np.copyto(ext, np.where(d > 0, np.maximum(ext, x), np.where(d < 0, np.minimum(ext, x), x)))
 
 
 def _lst(x):
