@@ -426,18 +426,21 @@ def test_the_torque_interface_on_a_controller_with_direct_torque(launch):
         return abs(x() - x1) < 2e-4
     assert wait_for(still, 120, period=0.0)
     x0 = x()
-    # a hand pushes 10 N along x for 3 s: the tool gives way until the spring holds it (the endpoint states of the
-    # push's last second, stamped on the clock the push runs on, where the arm has settled)
+    # a hand pushes 10 N along x for 4 s: the tool gives way until the spring holds it (the endpoint states from 2 s
+    # into the push to 0.2 s before its end, stamped on the clock the push runs on, where the arm has settled). The
+    # push began between the request and the emulator's answer (beside a CPU hog that answer came late, and a
+    # window timed from the request alone caught the arm still giving way: 578 N/m)
     pushed = []
     rec = rospy.Subscriber("/robot/limb/right/endpoint_state", EndpointState,
                            lambda m: pushed.append((m.header.stamp.to_sec(), m.pose.position.x)), queue_size=10000)
     assert wait_for(lambda: pushed, 60)
-    t_push = rospy.get_time()
-    dashboard("emulator push 10 0 0 0 0 0 3")
-    assert wait_for(lambda: pushed[-1][0] > t_push + 3.5, 60)
+    asked = rospy.get_time()
+    dashboard("emulator push 10 0 0 0 0 0 4")
+    answered = rospy.get_time()
+    assert wait_for(lambda: pushed[-1][0] > answered + 4.5, 60)
     rec.unregister()
-    held = [px for t, px in pushed if t_push + 2.0 <= t <= t_push + 2.8]
-    assert held, "no endpoint state in the push's last second"
+    held = [px for t, px in pushed if answered + 2.0 <= t <= asked + 3.8]
+    assert held, f"no endpoint state while the push held the arm (the emulator answered {answered - asked:.2f} s late)"
     assert 10.0 / (np.median(held) - x0) == pytest.approx(500.0, rel=0.1)  # the impedance the torque arm runs
     assert wait_for(lambda: abs(x() - x0) < 0.002, 60)  # and back where it was once the hand lets go
     pub.publish(interaction(interaction_control_active=False))
