@@ -67,7 +67,8 @@ class JointTrajectoryActionServer:
                 rospy.set_param(f"~{name}", value)
         self._js_lock = threading.Lock()
         self._q = self._v = None
-        self._js_time = 0.0
+        self._js_time = 0.0  # when the last joint states came (robot time) ...
+        self._js_stamp = 0.0  # ... and their header.stamp (the loop's state they carry)
         rospy.Subscriber("/robot/joint_states", JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
         self._sp_v = None  # the loop's setpoint velocity (limb order) and when it came (robot time)
         self._sp_time = 0.0
@@ -103,7 +104,7 @@ class JointTrajectoryActionServer:
         with self._js_lock:
             if self._q is not None and np.isnan(q).any():  # a partial message completes the last one
                 q = np.where(np.isnan(q), self._q, q)
-            self._q, self._v, self._js_time = q, v, rospy.get_time()
+            self._q, self._v, self._js_time, self._js_stamp = q, v, rospy.get_time(), msg.header.stamp.to_sec()
 
     def _on_arm_state(self, msg: SEAJointState) -> None:
         v = np.asarray(msg.commanded_velocity, float)
@@ -135,8 +136,8 @@ class JointTrajectoryActionServer:
                 return
             if at >= arrived and np.max(np.abs(v[cols]), initial=0.0) < REST_SPEED:  # (a state from after the goal:
                 with self._js_lock:                               # an older one queued here may predate the motion)
-                    self._q = None  # the first point: the joint states that come from now on
-                self._wait_for_joint_states(self.joint_state_wait)
+                    self._q = None  # the first point: joint states of the loop's state at rest or later (one
+                self._wait_for_joint_states(self.joint_state_wait, since=at)  # queued from the move is not it)
                 return
             if rospy.get_time() > end or time.monotonic() > guard:
                 j = cols[int(np.argmax(np.abs(v[cols])))]
@@ -145,9 +146,10 @@ class JointTrajectoryActionServer:
                 return
             time.sleep(0.002)
 
-    def _wait_for_joint_states(self, timeout: float) -> bool:
+    def _wait_for_joint_states(self, timeout: float, since: float = 0.0) -> bool:
+        """Until joint states stamped at ``since`` (robot time) or later have come; False after ``timeout`` s."""
         end = time.monotonic() + timeout
-        while self._measured()[0] is None:
+        while self._measured()[0] is None or self._js_stamp < since:
             if time.monotonic() > end or rospy.is_shutdown():
                 return False
             time.sleep(0.01)
