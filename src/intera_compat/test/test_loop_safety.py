@@ -318,6 +318,44 @@ def test_brakes_stop_a_moving_arm_without_springing_back(loop, stop):
     assert q.max() - q[-1] < 5e-4 and abs(v[-1]) < 1e-3  # held where it stopped
 
 
+@pytest.mark.parametrize("fault", ["non_finite_setpoint", "following_error"])
+def test_a_fault_at_speed_brakes_from_the_measured_state_without_springing_back(loop, fault):
+    """A fault raised by the setpoint stage (a source's non-finite value, a stream point far from the arm) hands the
+    arm to the brakes in that very cycle. It was held at the measurement with nothing moving for that cycle: a
+    damping impulse that threw fast joints back (fuzz rig, springback: right_j5 +0.07 -> -0.22 rad/s; here
+    right_j4 at -2 rad/s came back 0.9 mrad at 1.3 mrad/s)."""
+    from intera_compat.loop.layouts import VELOCITY_MODE
+    L, n = loop, loop.cycle.n
+    vel = np.array([1.5, 0.0, 0.0, 0.0, -2.0, 0.07, -0.9])
+    for _ in range(100):
+        L.send(VELOCITY_MODE, ARM, velocity=vel)
+        L.run(0.01)
+    assert np.abs(L.state.local.velocity[:7] - vel).max() < 0.02
+    if fault == "non_finite_setpoint":  # posted straight into the ring (not through the validator)
+        pos = np.r_[L.arm_q, 0.0]
+        pos[2] = np.nan
+        mask = np.zeros(n, bool)
+        mask[:7] = True
+        L.channel.post_command(TRAJECTORY_MODE, mask, {"position": pos, "velocity": np.r_[vel, 0.0],
+                                                       "acceleration": np.zeros(n)})
+        code = faults.FAULT_NON_FINITE_SETPOINT
+    else:  # a streamed point 1.5 rad from the arm on right_j2
+        q = L.arm_q
+        q[2] += 1.5
+        assert L.send(TRAJECTORY_MODE, ARM, position=q, velocity=np.zeros(7), acceleration=np.zeros(7)).ok
+        code = faults.FAULT_FOLLOWING_ERROR
+    q, v = [], []
+    for _ in range(1500):
+        L.step()
+        q.append(L.arm_q[:7])
+        v.append(L.state.local.velocity[:7].copy())
+    assert faulted(L, code)
+    ahead, speed = np.array(q) * np.sign(vel), np.array(v) * np.sign(vel)  # (along each joint's motion)
+    moving = vel != 0.0
+    assert speed[:, moving].min() > -8e-4  # never reversing (was -1.3e-3 rad/s)
+    assert (ahead.max(axis=0) - ahead[-1])[moving].max() < 4e-4  # held where it stopped (was 0.9 mrad back)
+
+
 def reference_accel(L, seconds, every=None):
     """Peak |second difference| / dt² of the published setpoint position, and peak |effort| / limit."""
     qs, worst_e = [], 0.0
