@@ -30,10 +30,11 @@ def cobot():
     b.calls = []
     b.monotonic = Clock()
 
-    def posted(key, *args):  # (answered at once)
+    def posted(key, *args, make=None):  # (worked out and answered at once)
         b._calls += 1
-        b.calls.append((key, args))
+        b.calls.append((key, args if make is None else make()))
         b._answer = (b._calls, b.monotonic())
+        return b._calls
     b._posted_call = posted
     b._post = lambda coro: coro.close()  # (a reset's calls: never answered, unless a test runs them)
     b._enabled = b._link_ok = True
@@ -74,6 +75,36 @@ def test_a_trajectory_goes_resampled_with_its_speeds_and_the_arm_time_follows_th
     assert cobot.progress()[0] == PROGRESS_ACTIVE
     feed(cobot, q[-1], IDLE)
     assert cobot.progress() == (PROGRESS_DONE, pytest.approx(t[-1]))
+
+
+def test_a_trajectory_is_worked_out_in_the_clients_thread_not_the_loops_cycle(cobot):
+    """The cycle only copies a submitted trajectory (resampling 10000 knots held it 28 ms); the client's thread
+    resamples it. Until then the arm is nowhere along it; a later submission's path is never taken for an
+    earlier one's."""
+    posted, sent = [], []
+    cobot._posted_call = CobotBackend._posted_call.__get__(cobot)  # (the real one, its coroutines kept here)
+    cobot._post = posted.append
+
+    async def call(key, *args, seq):
+        sent.append((key, args))
+        return True
+    cobot._call = call
+    t, q, v = trajectory()
+    t0, q0 = t.copy(), q.copy()
+    assert cobot.submit(t, q, v, np.zeros_like(q)) and len(posted) == 1 and not sent
+    t[:], q[:] = 0.0, 0.0  # (the loop reuses its buffers)
+    feed(cobot, q0[20], MOVING)
+    assert cobot.progress() == (PROGRESS_ACTIVE, 0.0)  # (not worked out yet: nowhere along it)
+    asyncio.run(posted[0])
+    (key, (points, _)), = sent
+    pts = np.reshape(points, (-1, 7))
+    assert key == "execute_list" and pts[0] == pytest.approx(q0[0]) and pts[-1] == pytest.approx(q0[-1])
+    feed(cobot, q0[20], MOVING)
+    assert cobot.progress()[1] == pytest.approx(t0[20], abs=0.05)  # (halfway along its path)
+    assert cobot.submit(t0, q0[::-1].copy(), v, np.zeros_like(q0))  # back the other way, not yet worked out:
+    feed(cobot, q0[30], MOVING)  # the first path's progress is not this one's
+    assert cobot.progress() == (PROGRESS_ACTIVE, 0.0)
+    posted[1].close()
 
 
 def test_idle_away_from_the_end_or_no_progress_is_a_failure_and_a_controller_error(cobot):

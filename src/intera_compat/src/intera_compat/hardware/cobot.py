@@ -24,7 +24,8 @@ backend is trajectory-only (JointCommands are refused, but POSITION: one waypoin
   (its code and text printed); reset reconnects a lost link and calls ``AcknowledgeError``.
 * Threads: an asyncio event loop runs the OPC UA client in a thread of its own; the realtime loop only reads the
   latest state (a tuple swapped whole) and posts calls to it (``run_coroutine_threadsafe``): it never waits for
-  the network.
+  the network. A submitted trajectory is copied in the cycle and worked out (its speeds, the resampling: 28 ms
+  for 10000 knots) in the client's thread, which the loop's thread takes the interpreter back from every 0.5 ms.
 
 Node ids and the state's numbers are configurable (the ``cobot:`` section of the robot config): a value with
 ``ns=`` or ``i=`` is a whole node id, otherwise a string id in ``namespace``.
@@ -154,9 +155,12 @@ class CobotBackend(Backend):
         self._enabled = False
         self._error_told = ""
         self._failure = ""  # a refused call or an unsettled arm (a controller error until reset)
-        # the submitted trajectory (loop thread): knots, where the arm is along it, its state
-        self._t = np.zeros(0)
-        self._q = np.zeros((0, self.n))
+        # the submitted trajectory: the path the PLC was given — (submission, knot times, points), swapped whole by
+        # the client's thread once worked out — and (loop thread) its last point, where the arm is along it, its
+        # state
+        self._path = (0, np.zeros(0), np.zeros((0, self.n)))
+        self._submitted = 0  # the call of the latest submission
+        self._goal = np.zeros(self.n)
         self._seg = 0
         self._arm_time = 0.0
         self._state = PROGRESS_NONE
@@ -267,16 +271,25 @@ class CobotBackend(Backend):
     def _post(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self._aio)
 
-    def _posted_call(self, key: str, *args) -> None:
+    def _posted_call(self, key: str, *args, make=None) -> int:
+        """Call ``key`` with ``args`` (or what ``make()`` returns: worked out in the client's thread) in the
+        client's thread; returns the call's number."""
         self._calls += 1
         seq = self._calls
 
         async def call():
             try:
-                await self._call(key, *args, seq=seq)
+                try:
+                    values = args if make is None else make()
+                except Exception as e:  # (a defect of ours: a controller error, never a call half worked out)
+                    self._failure = f"{self.settings.nodes[key]} not called: {e!r}"
+                    print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
+                    return
+                await self._call(key, *values, seq=seq)
             finally:
                 self._answered(seq)
         self._post(call())
+        return seq
 
     def _answered(self, seq: int) -> None:
         """Call ``seq`` was answered (the client's thread): the latest one answered, and when, as one tuple (the loop
@@ -360,8 +373,8 @@ class CobotBackend(Backend):
         back over itself (joint_trajectory_client.py: 0.6, 0.3, 0.6, 0.3 of the start) is as near on several
         segments: the arm is on the first of them (from the last one it was on) that it moves along (``v``, the
         PLC's measured velocities; at rest: the first) — not on a later pass, which would run the reference ahead."""
-        t, Q = self._t, self._q
-        k = len(t)
+        seq, t, Q = self._path
+        k = len(t) if seq == self._submitted else 0  # (not yet worked out: nowhere along it)
         if k >= 2:
             lo = self._seg
             hi = min(lo + PROJECTION_WINDOW, k - 1)
@@ -386,7 +399,7 @@ class CobotBackend(Backend):
                 self._seen_moving = True
             elif plc_state == self.settings.state_values["idle"] and (self._seen_moving or
                                                                       stamp > answered_at + START_GRACE):
-                off = float(np.abs(q - Q[-1]).max())
+                off = float(np.abs(q - self._goal).max())
                 if off <= self.settings.settle_tolerance:
                     self._state, self._arm_time = PROGRESS_DONE, float(t[-1])
                     return
@@ -457,27 +470,37 @@ class CobotBackend(Backend):
     # ---- trajectories and waypoints -----------------------------------------------------------------
     def submit(self, t, q, v, a, order: int = 5) -> bool:
         """The trajectory's last point, or its points resampled, with its largest joint speeds as the PLC's
-        limits. False (nothing sent) while disabled or without a link."""
-        if not self._enabled or not self._link_ok:
+        limits. False (nothing sent) while disabled or without a link. (The loop's cycle: a copy; the rest is
+        worked out in the client's thread.)"""
+        if not self._enabled or not self._link_ok or len(t) == 0:
             return False
-        t = np.array(t, float)
+        t = np.array(t, float)  # (copies: the loop reuses its trajectory's buffers)
         q = np.array(q, float).reshape(len(t), -1)[:, :self.n]
         v = np.array(v, float).reshape(len(t), -1)[:, :self.n]
-        if len(t) == 0 or not (np.isfinite(t).all() and np.isfinite(q).all()):
+        if not (np.isfinite(t).all() and np.isfinite(q).all()):
             return False
-        speed = np.abs(v).max(axis=0) if np.isfinite(v).all() else np.zeros(self.n)
-        if len(t) >= 2:  # (a trajectory without velocities: its steepest secant)
-            speed = np.maximum(speed, (np.abs(np.diff(q, axis=0)) / np.maximum(np.diff(t)[:, None], 1e-6)).max(0))
-        speed = np.where(speed > 1e-6, speed, self._vmax)  # (a joint that does not move: no limit of ours)
-        keep = [0, len(t) - 1] if self.execution_mode == "single_point" else resample(q, self.resampling_delta)
-        key = "set_waypoint" if self.execution_mode == "single_point" else "execute_list"
-        points = q[-1] if key == "set_waypoint" else q[keep]
-        self._t, self._q = t[keep], q[keep]  # (the path the PLC is given: where the arm is along it)
+        self._goal[:] = q[-1]
         self._seg, self._arm_time, self._state, self._seen_moving = 0, 0.0, PROGRESS_ACTIVE, False
         self._allowed = 2.0 * float(t[-1] - t[0]) + self.settings.settle_timeout
         self._deadline = self.monotonic() + self._allowed
-        self._posted_call(key, np.ravel(points).tolist(), speed.tolist())
+        single = self.execution_mode == "single_point"
+        delta = self.resampling_delta
+        seq = self._calls + 1
+
+        def make():
+            keep = [0, len(t) - 1] if single else resample(q, delta)
+            self._path = (seq, t[keep], q[keep])  # (where the arm is along the path the PLC is given)
+            return (q[-1] if single else q[keep]).ravel().tolist(), self._speeds(t, q, v).tolist()
+        self._submitted = self._posted_call("set_waypoint" if single else "execute_list", make=make)
         return True
+
+    def _speeds(self, t: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The PLC's joint speed limits for a trajectory: its largest joint speeds (a trajectory without velocities:
+        its steepest secant); a joint that does not move: no limit of ours."""
+        speed = np.abs(v).max(axis=0) if np.isfinite(v).all() else np.zeros(self.n)
+        if len(t) >= 2:
+            speed = np.maximum(speed, (np.abs(np.diff(q, axis=0)) / np.maximum(np.diff(t)[:, None], 1e-6)).max(0))
+        return np.where(speed > 1e-6, speed, self._vmax)
 
     def waypoint(self, q: np.ndarray, speed: np.ndarray) -> bool:
         """POSITION mode: one point (SetRobotWaypoint) at ``speed`` (the loop's: speed ratio × limits) when the
