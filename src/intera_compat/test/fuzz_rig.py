@@ -27,10 +27,10 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   collision hold or the brakes hold, the arm is at rest whatever was commanded. Pushes and zero-G move the arm from
   outside: the clock restarts when they end;
 * ``reversal``: after the last command of a VELOCITY or TRAJECTORY stream, no joint's reference runs back against
-  its direction of motion by more than a jerk-limited stop ramp can from the braking it was doing
-  (``STOP_REVERSE_K`` × the cube of the largest acceleration against that direction the reference had while still
-  moving along it, from the stream's last command period on: nothing for a joint at rest), nor the measured joint
-  by more than that plus ``TRACK_SLACK`` (joints the law tracks: under interaction control the force moves the arm
+  its direction of motion (beyond ``REVERSE_SLACK``: a stop never runs back, however hard the reference was
+  braking — a jerk-limited stop from braking at the acceleration limit ran back 13 mrad on the Sawyer's base before
+  ``control.stop.StopRamp`` let such a joint rest where its velocity reaches zero), nor the measured joint by more
+  than that plus ``TRACK_SLACK`` (joints the law tracks: under interaction control the force moves the arm
   and the reference is kept with it). A joint's direction is the sign of the last velocity the stream commanded it
   that was not zero (``V_ZERO``: a profile's end point at rest, its braking acceleration still set, keeps the
   direction the profile had); a joint the stream never moved takes the reference's motion over the last command
@@ -79,12 +79,7 @@ ILIM = InteractionLimits.from_config(CFG.control.get("interaction"))
 REF_WINDOW = getattr(ILIM, "reference_window", None) or FAULT_LIMIT[:CFG.n_arm]
 DT = 0.001
 COMMAND_PERIOD = 0.01  # s: a streaming client's rate (100 Hz)
-PERIOD_CYCLES = int(round(COMMAND_PERIOD / DT))
-# control.stop.StopRamp: jerk = 10 × the acceleration limit. From (v ≥ 0, a = −a_max) its time-optimal stop runs
-# back by (1/3 + √2/4)·a_max³/j_max² (a to 0, then the velocity it lost regained): a stop's documented reversal
-JERK = 10.0 * AMAX
-STOP_REVERSE_K = (1.0 / 3.0 + math.sqrt(2.0) / 4.0) / JERK ** 2  # × a³: the run-back of a stop from braking at a
-STOP_REVERSE = STOP_REVERSE_K * AMAX ** 3 + 1e-4  # (the most: from braking at the acceleration limit)
+JERK = 10.0 * AMAX  # control.stop.StopRamp's jerk limit (it never runs back: a joint rests where it stops)
 REVERSE_SLACK = 1e-4  # rad: what the reference of a joint at rest may move back (rounding, shaping)
 RETURN_OVERSHOOT = 0.01  # of the way back to a commanded resting point: what the shaping may pass it by
 # rad/s: a commanded velocity this small is a point at rest (the rounding a client's profile leaves at its end
@@ -137,8 +132,6 @@ class Stream:
     rest_at: np.ndarray = field(default_factory=lambda: np.full(NA, np.nan))  # TRAJECTORY: where the last point,
     # at rest, told a joint to be (NaN: its last point was moving, or none)
     refs: list = field(default_factory=list)  # the reference (q, v) as the last two commands were sent
-    va: np.ndarray = field(default_factory=lambda: np.zeros((2, PERIOD_CYCLES, NA)))  # its (v, a), last period
-    cycles: int = 0  # cycles run while it streamed
     sent: int = 0  # commands sent
 
 
@@ -298,7 +291,7 @@ class FuzzRig:
         # the reference's motion over the last command period (its velocity when a single command was sent)
         moved = q_last - st.refs[0][0] if len(st.refs) == 2 else v_last * COMMAND_PERIOD
         self.rev = {"armed": True, "mode": st.mode, "dir": st.dir.copy(), "moved": moved, "v_last": v_last,
-                    "va": st.va.copy(), "rest_at": st.rest_at.copy()}
+                    "rest_at": st.rest_at.copy()}
 
     def _stream_send(self) -> None:
         st = self.stream
@@ -465,12 +458,6 @@ class FuzzRig:
             self.L.step()
             self._check(was)
             self._snapshot()
-            st = self.stream
-            if st is not None:  # (the reference's velocity and acceleration over the last command period)
-                k = st.cycles % PERIOD_CYCLES
-                st.va[0, k] = self.s.cmd_velocity[:NA]
-                st.va[1, k] = self.s.cmd_acceleration[:NA]
-                st.cycles += 1
 
     def _check(self, was: dict) -> None:
         s, c, t = self.s, self.c, self.now - DT  # (the record is of the cycle that just ran)
@@ -605,7 +592,6 @@ class FuzzRig:
             self.rev = None
             return
         cq, q = s.cmd_position[:NA], s.position[:NA]
-        v, a = s.cmd_velocity[:NA], s.cmd_acceleration[:NA]
         first = rv["armed"]
         if first:  # the first cycle after the last command
             rv["armed"] = False
@@ -616,10 +602,6 @@ class FuzzRig:
             # a reference still moving against the stream's direction as its last command came (its momentum) may
             # first come to rest
             rv["coast"] = (d != 0.0) & (rv["v_last"] * d < -1e-4)
-            # the largest acceleration against d while still moving along d (from the last command period on: a
-            # reference braking as the stream ended may come back as a stop from that braking does)
-            vs, acc = rv["va"]
-            rv["brake"] = np.max(np.where(vs * d > 0.0, np.maximum(-acc * d, 0.0), 0.0), axis=0)
             rv["ref"] = cq.copy()
             rv["meas"] = q.copy()
             rv["ref0"] = cq.copy()
@@ -633,9 +615,6 @@ class FuzzRig:
         if not first:
             coast &= (cq - rv["last"]) * d < 0.0  # (until it no longer moves against d)
         rv["last"] = cq.copy()
-        along = v * d > 0.0
-        np.maximum(rv["brake"], np.where(along, np.maximum(-a * d, 0.0), 0.0), out=rv["brake"])
-        stop_tol = STOP_REVERSE_K[:NA] * np.minimum(rv["brake"], AMAX[:NA]) ** 3 + REVERSE_SLACK
         # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
         tracked = ~self.c.sp.torque_only[:NA]
         # (30-min run on 1e4464b: a stream braking j4 into the avoidance zone, its repulsion pushed it back 0.0137)
@@ -654,14 +633,13 @@ class FuzzRig:
             # jerk-limited shaping that brings it there from speed may pass it by RETURN_OVERSHOOT of the way back
             # (30-min run on 915b2e1: 0.6 mrad past, after 0.19 rad back)
             to_rest = np.nan_to_num((ext - rv["rest_at"]) * d, nan=0.0)
-            tl = np.maximum(stop_tol, to_rest * (1.0 + RETURN_OVERSHOOT) + REVERSE_SLACK) + slack
+            tl = np.maximum(to_rest * (1.0 + RETURN_OVERSHOOT), 0.0) + REVERSE_SLACK + slack
             bad = tracked & (back > tl)
             if bad.any():
                 j = int(np.argmax(bad))
                 self._fail("reversal", t, f"joint {j}: the {name} ran back {back[j]:.4f} rad against its "
                                                f"last direction of motion ({d[j]:+.0f}) after the stream's last "
-                                               f"command (allowed {tl[j]:.4f}: a stop from braking at "
-                                               f"{rv['brake'][j]:.3g} rad/s²)")
+                                               f"command (allowed {tl[j]:.4f})")
 
 
     def _check_springback(self, t: float) -> None:

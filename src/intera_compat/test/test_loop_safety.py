@@ -356,6 +356,33 @@ def test_a_fault_at_speed_brakes_from_the_measured_state_without_springing_back(
     assert (ahead.max(axis=0) - ahead[-1])[moving].max() < 4e-4  # held where it stopped (was 0.9 mrad back)
 
 
+def test_a_stream_that_times_out_braking_hard_comes_to_rest_without_running_back(loop):
+    """The command timeout's stop from a reference braking at the acceleration limit at low speed: ruckig's
+    jerk-limited stop passed zero velocity and came back 50 mrad (fuzz rig, reversal); the joint rests where its
+    velocity reaches zero."""
+    L = loop
+    L.set(command_timeout=0.02)
+    q = L.arm_q
+    v, a = np.zeros(7), np.zeros(7)
+    for speed in np.linspace(0.02, 0.3, 15):  # a stream speeding right_j0 up
+        q[0] += speed * 0.01
+        v[0] = speed
+        assert L.send(TRAJECTORY_MODE, ARM, position=q, velocity=v, acceleration=a).ok
+        L.run(0.01)
+    a[0] = -L.cfg.limits.accel[0]  # its last point: braking at the limit
+    assert L.send(TRAJECTORY_MODE, ARM, position=q, velocity=v, acceleration=a).ok
+    timeouts = L.cycle.counts["timeouts"]
+    ref, meas = [], []
+    for _ in range(2000):
+        L.step()
+        ref.append(L.state.local.cmd_position[0])
+        meas.append(L.state.local.position[0])
+    assert L.cycle.counts["timeouts"] == timeouts + 1  # (the stop is the timeout's)
+    ref, meas = np.array(ref), np.array(meas)
+    assert ref.max() - ref[-1] < 1e-4  # (was 0.050)
+    assert meas.max() - meas[-1] < 1e-3
+
+
 def reference_accel(L, seconds, every=None):
     """Peak |second difference| / dt² of the published setpoint position, and peak |effort| / limit."""
     qs, worst_e = [], 0.0

@@ -3,6 +3,12 @@
 Used wherever the arm must stop smoothly instead of being pulled back to where it was: command
 timeout, trajectory cancel. Limits are the joint acceleration limits and ``jerk_factor ×`` those
 per second; the arm comes to rest wherever the ramp ends.
+
+A stop never runs back: a joint braking hard at low speed (its velocity below a²/2j) cannot shed its braking
+within the jerk limit before its velocity reaches zero — ruckig's profile passes through zero and comes back
+(from braking at the acceleration limit, (1/3 + √2/4)·a³/j²: 13 mrad on a Sawyer's base; the fuzz rig's reversal
+invariant found it). Such a joint rests where its velocity reaches zero (its braking ends there at once, as a
+brake's bite does); a joint at rest when the stop starts stays at rest.
 """
 from __future__ import annotations
 
@@ -23,16 +29,21 @@ class StopRamp:
         self.inp.target_velocity = [0.0] * n
         self.inp.target_acceleration = [0.0] * n
         self.q, self.v, self.a = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.dir = np.zeros(n)  # each joint's direction of motion when the stop started (0: at rest, or done)
+        self._back = np.zeros(n, dtype=bool)
+        self._tmp = np.zeros(n)
         self.active = False
 
     def start(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> None:
         """Begin stopping from this state (rad, rad/s, rad/s²)."""
         self.q[:], self.v[:], self.a[:] = q, v, a
+        np.sign(self.v, out=self.dir)
+        self.a[self.dir == 0.0] = 0.0  # (at rest: it stays there)
         inp = self.inp
         inp.current_position = self.q.tolist()
         inp.current_velocity = np.clip(self.v, -np.asarray(inp.max_velocity), inp.max_velocity).tolist()
         inp.current_acceleration = np.clip(self.a, -np.asarray(inp.max_acceleration), inp.max_acceleration).tolist()
-        self.active = bool(np.any(self.v) or np.any(self.a))
+        self.active = bool(np.any(self.v))
 
     def update(self) -> bool:
         """Advance one cycle; True while still moving. On a ruckig error: stop dead at ``q``."""
@@ -47,7 +58,16 @@ class StopRamp:
             self.v[:] = self.out.new_velocity
             self.a[:] = self.out.new_acceleration
             self.out.pass_to_input(self.inp)
-            self.active = res == Result.Working
+            back = self._back
+            np.multiply(self.v, self.dir, out=self._tmp)
+            np.less(self._tmp, 0.0, out=back)  # (at rest, or done: dir 0)
+            if back.any():  # its velocity reached zero: it rests there (no run-back), the others stop on
+                self.v[back] = 0.0
+                self.a[back] = 0.0
+                self.dir[back] = 0.0
+                self.inp.current_velocity = self.v.tolist()
+                self.inp.current_acceleration = self.a.tolist()
+            self.active = res == Result.Working and bool(np.any(self.dir))
         else:
             self.v[:] = 0.0
             self.a[:] = 0.0
