@@ -107,6 +107,29 @@ def test_a_trajectory_is_worked_out_in_the_clients_thread_not_the_loops_cycle(co
     posted[1].close()
 
 
+def test_a_submission_stopped_before_it_was_worked_out_never_reaches_the_plc(cobot):
+    """A disable (its abort) between a submission and the client's thread working it out: the PLC gets the abort
+    only, never the list after it (review: it got ['execute_list', 'abort'])."""
+    posted, sent = [], []
+    cobot._posted_call = CobotBackend._posted_call.__get__(cobot)
+    cobot._post = posted.append
+
+    async def call(key, *args, seq):
+        sent.append(key)
+        return True
+    cobot._call = call
+    cobot._enabled = True
+    t, q, v = trajectory()
+    assert cobot.submit(t, q, v, np.zeros_like(q))
+    cobot.brake()
+
+    async def run():
+        for c in posted:
+            await c
+    asyncio.run(run())
+    assert sent == ["abort"]
+
+
 def test_idle_away_from_the_end_or_no_progress_is_a_failure_and_a_controller_error(cobot):
     t, q, v = trajectory()
     cobot.submit(t, q, v, np.zeros_like(q))

@@ -318,42 +318,82 @@ def test_brakes_stop_a_moving_arm_without_springing_back(loop, stop):
     assert q.max() - q[-1] < 5e-4 and abs(v[-1]) < 1e-3  # held where it stopped
 
 
-@pytest.mark.parametrize("fault", ["non_finite_setpoint", "following_error"])
-def test_a_fault_at_speed_brakes_from_the_measured_state_without_springing_back(loop, fault):
-    """A fault raised by the setpoint stage (a source's non-finite value, a stream point far from the arm) hands the
-    arm to the brakes in that very cycle. It was held at the measurement with nothing moving for that cycle: a
-    damping impulse that threw fast joints back (fuzz rig, springback: right_j5 +0.07 -> -0.22 rad/s; here
-    right_j4 at -2 rad/s came back 0.9 mrad at 1.3 mrad/s)."""
+def _fault_at_speed(L, fault):
+    """right_j0, j4, j5, j6 moving fast in VELOCITY mode, then ``fault`` (or a disable); the joints' positions,
+    speeds and reference accelerations over the next 1.5 s, and the trajectory results."""
     from intera_compat.loop.layouts import VELOCITY_MODE
-    L, n = loop, loop.cycle.n
-    vel = np.array([1.5, 0.0, 0.0, 0.0, -2.0, 0.07, -0.9])
+    n = L.cycle.n
     for _ in range(100):
-        L.send(VELOCITY_MODE, ARM, velocity=vel)
+        L.send(VELOCITY_MODE, ARM, velocity=FAST)
         L.run(0.01)
-    assert np.abs(L.state.local.velocity[:7] - vel).max() < 0.02
+    assert np.abs(L.state.local.velocity[:7] - FAST).max() < 0.02
     if fault == "non_finite_setpoint":  # posted straight into the ring (not through the validator)
         pos = np.r_[L.arm_q, 0.0]
         pos[2] = np.nan
         mask = np.zeros(n, bool)
         mask[:7] = True
-        L.channel.post_command(TRAJECTORY_MODE, mask, {"position": pos, "velocity": np.r_[vel, 0.0],
+        L.channel.post_command(TRAJECTORY_MODE, mask, {"position": pos, "velocity": np.r_[FAST, 0.0],
                                                        "acceleration": np.zeros(n)})
-        code = faults.FAULT_NON_FINITE_SETPOINT
-    else:  # a streamed point 1.5 rad from the arm on right_j2
+    elif fault == "following_error":  # a streamed point 1.5 rad from the arm on right_j2
         q = L.arm_q
         q[2] += 1.5
         assert L.send(TRAJECTORY_MODE, ARM, position=q, velocity=np.zeros(7), acceleration=np.zeros(7)).ok
-        code = faults.FAULT_FOLLOWING_ERROR
-    q, v = [], []
+    else:
+        L.event(MSG_ENABLE, 0)
+    q, v, a = [], [], []
     for _ in range(1500):
         L.step()
+        s = L.state.local
         q.append(L.arm_q[:7])
-        v.append(L.state.local.velocity[:7].copy())
+        v.append(s.velocity[:7].copy())
+        a.append(s.cmd_acceleration[:7].copy())
+    d = np.sign(FAST)
+    return np.array(q) * d, np.array(v) * d, np.array(a) * d
+
+
+FAST = np.array([1.5, 0.0, 0.0, 0.0, -2.0, 0.07, -0.9])  # rad/s
+
+
+@pytest.mark.parametrize("fault,code", [("non_finite_setpoint", faults.FAULT_NON_FINITE_SETPOINT),
+                                        ("following_error", faults.FAULT_FOLLOWING_ERROR)])
+def test_a_fault_at_speed_brakes_as_a_disable_does_never_speeding_the_arm_up(fault, code):
+    """A fault raised by the setpoint stage (a source's non-finite value, a stream point far from the arm) hands the
+    arm to the brakes in that very cycle, from its measured state: the same stop as a disable's from the same
+    state. It was held at the measurement with nothing moving for that cycle (a damping impulse); then the brakes'
+    first step, taken by the joint limits for a double one, was chased at the acceleration limit along the motion
+    (review: right_j5 0.07 -> 0.20 rad/s, 23 mrad to stop instead of 7)."""
+    L = OfflineLoop()
+    L.step()
+    q, v, a = _fault_at_speed(L, fault)
+    s = L.state.local
     assert faulted(L, code)
-    ahead, speed = np.array(q) * np.sign(vel), np.array(v) * np.sign(vel)  # (along each joint's motion)
-    moving = vel != 0.0
-    assert speed[:, moving].min() > -8e-4  # never reversing (was -1.3e-3 rad/s)
-    assert (ahead.max(axis=0) - ahead[-1])[moving].max() < 4e-4  # held where it stopped (was 0.9 mrad back)
+    moving = FAST != 0.0
+    assert (v[:, moving].max(axis=0) <= np.abs(FAST[moving]) + 2e-3).all()  # never faster than at the fault
+    assert a[:30, moving].max() <= 1e-9  # the reference never speeds up along the motion
+    ref = OfflineLoop()
+    ref.step()
+    q_off, _, _ = _fault_at_speed(ref, "disable")
+    assert s.error[0] == 1.0 and ref.state.local.error[0] == 0.0
+    assert np.abs((q[-1] - q[0]) - (q_off[-1] - q_off[0]))[moving].max() < 1e-3  # a disable's stopping distance
+    assert (q[-1] - q.max(axis=0))[moving].min() > -1.5e-3  # at rest where it stopped (the brakes' own settling)
+
+
+def test_a_trajectory_a_setpoint_fault_ends_is_aborted_for_the_fault(loop):
+    """(not as "the robot was disabled": the brakes that take the arm in the fault's cycle end it too)"""
+    from intera_compat.sources import trajectory as T
+    q0 = loop.arm_q
+    q1 = q0 + np.array([0.5, -0.3, 0.2, 0.4, -0.5, 0.3, 0.8])
+    t = np.linspace(0.0, 2.0, 41)
+    x = t / 2.0
+    p, dp, ddp = 10 * x ** 3 - 15 * x ** 4 + 6 * x ** 5, (30 * x ** 2 - 60 * x ** 3 + 30 * x ** 4) / 2.0, \
+        (60 * x - 180 * x ** 2 + 120 * x ** 3) / 4.0
+    tid = loop.trajectories.execute(t, q0 + np.outer(p, q1 - q0), np.outer(dp, q1 - q0), np.outer(ddp, q1 - q0))
+    loop.run(0.8)
+    loop.cycle.trajectory.traj.q[:, 3] = np.nan  # (the source's own sample goes non-finite mid-motion)
+    loop.run(0.5)
+    r = loop.trajectories.results[tid]
+    assert faulted(loop, faults.FAULT_NON_FINITE_SETPOINT)
+    assert (r.status, r.reason) == (T.ABORTED, T.R_FAULT)
 
 
 def test_a_stream_that_times_out_braking_hard_comes_to_rest_without_running_back(loop):
@@ -381,6 +421,32 @@ def test_a_stream_that_times_out_braking_hard_comes_to_rest_without_running_back
     ref, meas = np.array(ref), np.array(meas)
     assert ref.max() - ref[-1] < 1e-4  # (was 0.050)
     assert meas.max() - meas[-1] < 1e-3
+
+
+def test_a_stream_that_times_out_while_the_limits_brake_it_onto_a_joint_limit_stays_there(loop):
+    """A stream driving right_j0 into its upper limit times out while ``joint_limits`` brakes the reference onto it:
+    the hold's stop from that shaped reference ran back 65 mrad from the limit (review)."""
+    L = loop
+    target = L.arm_q
+    target[0] = 2.6
+    L.run(3.0, every=lambda: L.send(POSITION_MODE, ARM, position=target))
+    L.set(command_timeout=0.02)
+    q = L.state.local.cmd_position[:7].copy()
+    v, a = np.zeros(7), np.zeros(7)
+    v[0] = 1.0
+    while q[0] < 3.03:  # (its last point 0.02 rad short of the limit, at 1 rad/s)
+        q[0] += 0.01
+        assert L.send(TRAJECTORY_MODE, ARM, position=q, velocity=v, acceleration=a).ok
+        L.run(0.01)
+    timeouts = L.cycle.counts["timeouts"]
+    ref = []
+    for _ in range(800):
+        L.step()
+        ref.append(L.state.local.cmd_position[0])
+    ref = np.array(ref)
+    assert L.cycle.counts["timeouts"] == timeouts + 1
+    assert ref.max() <= L.cfg.limits.upper[0] + 1e-6
+    assert ref.max() - ref[-1] < 1e-4  # (was 65 mrad)
 
 
 def reference_accel(L, seconds, every=None):

@@ -5,15 +5,18 @@ timeout, trajectory cancel. Limits are the joint acceleration limits and ``jerk_
 per second; the arm comes to rest wherever the ramp ends.
 
 A stop never runs back: a joint braking hard at low speed (its velocity below a²/2j) cannot shed its braking
-within the jerk limit before its velocity reaches zero — ruckig's profile passes through zero and comes back
-(from braking at the acceleration limit, (1/3 + √2/4)·a³/j²: 13 mrad on a Sawyer's base; the fuzz rig's reversal
-invariant found it). Such a joint rests where its velocity reaches zero (its braking ends there at once, as a
-brake's bite does); a joint at rest when the stop starts stays at rest.
+within the jerk limit before its velocity reaches zero — ruckig's profile passed through zero and came back (50 mrad
+on a Sawyer's base after a stream timed out braking at the acceleration limit; 65 mrad at a position limit). Such a
+joint gets the jerk that brings its velocity and its acceleration to zero together, a²/2|v| (up to ``JERK_CAP`` ×
+its limit: a short, firm bite instead of an effort step); beyond that cap it rests where its velocity reaches zero
+(its braking ends there at once). A joint at rest when the stop starts stays at rest.
 """
 from __future__ import annotations
 
 import numpy as np
 from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
+
+JERK_CAP = 10.0  # × the jerk limit: the most a joint braking at low speed gets to end its braking at rest
 
 
 class StopRamp:
@@ -25,13 +28,15 @@ class StopRamp:
         self.inp.control_interface = ControlInterface.Velocity
         self.inp.max_velocity = np.asarray(vmax, float).tolist()
         self.inp.max_acceleration = np.asarray(amax, float).tolist()
-        self.inp.max_jerk = (np.asarray(amax, float) * jerk_factor).tolist()
+        self.jerk = np.asarray(amax, float) * jerk_factor
+        self.inp.max_jerk = self.jerk.tolist()
         self.inp.target_velocity = [0.0] * n
         self.inp.target_acceleration = [0.0] * n
         self.q, self.v, self.a = np.zeros(n), np.zeros(n), np.zeros(n)
         self.dir = np.zeros(n)  # each joint's direction of motion when the stop started (0: at rest, or done)
         self._back = np.zeros(n, dtype=bool)
         self._tmp = np.zeros(n)
+        self._j = np.zeros(n)
         self.active = False
 
     def start(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> None:
@@ -43,6 +48,13 @@ class StopRamp:
         inp.current_position = self.q.tolist()
         inp.current_velocity = np.clip(self.v, -np.asarray(inp.max_velocity), inp.max_velocity).tolist()
         inp.current_acceleration = np.clip(self.a, -np.asarray(inp.max_acceleration), inp.max_acceleration).tolist()
+        j, av = self._j, np.abs(self.v)
+        np.multiply(self.a, self.a, out=j)
+        np.divide(j, 2.0 * av, out=j, where=av > 0.0)  # a²/2|v|: velocity and acceleration reach zero together
+        np.copyto(j, self.jerk, where=(self.a * self.dir >= 0.0) | (j <= self.jerk))  # (braking hard, slow only)
+        np.minimum(j, JERK_CAP * self.jerk, out=j)
+        j *= 1.0 + 1e-9  # (ruckig: within its limit, not on it)
+        inp.max_jerk = j.tolist()
         self.active = bool(np.any(self.v))
 
     def update(self) -> bool:

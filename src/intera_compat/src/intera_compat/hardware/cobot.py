@@ -282,9 +282,12 @@ class CobotBackend(Backend):
                 try:
                     values = args if make is None else make()
                 except Exception as e:  # (a defect of ours: a controller error, never a call half worked out)
-                    self._failure = f"{self.settings.nodes[key]} not called: {e!r}"
-                    print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
+                    if seq > self._reset_calls:  # (unless a reset came since: it no longer counts)
+                        self._failure = f"{self.settings.nodes[key]} not called: {e!r}"
+                        print(f"[realtime_loop] Cobot: {self._failure}", file=sys.stderr, flush=True)
                     return
+                if make is not None and self._calls != seq:
+                    return  # a later call (an abort, a reset, another submission) replaced it while worked out
                 await self._call(key, *values, seq=seq)
             finally:
                 self._answered(seq)

@@ -756,7 +756,9 @@ class LoopCycle:
         sp, hw = self.sp, self.hw
         self.trajectory.deactivate(R_FAULT)  # (before the brakes end it as "disabled": this is a fault)
         self.arbiter.update(self.now, hw, sp, False)
-        self.chain.reset(hw, sp)
+        sp.gravity = True  # (the brakes: never without gravity compensation, as in every cycle they hold)
+        self.ctx.trajectory = False
+        self.chain.restart(hw, sp)
 
     def step(self) -> None:
         """One cycle at loop time ``self.now``; the time then advances by ``dt``."""

@@ -117,5 +117,13 @@ class SafetyChain:
         for p in self.plugins:
             p.reset(hw, sp)
 
+    def restart(self, hw: HardwareState, sp: Setpoint) -> None:
+        """The robot restarts from ``sp`` as this cycle's final setpoint (no ``on_setpoint`` runs on it: a fault's
+        cycle): reset, then committed — the next cycle steps from it, not from the cycle before it (``joint_limits``
+        took the brakes' first step for a double one and chased it at the acceleration limit)."""
+        self.reset(hw, sp)
+        for p in self._commit:
+            p.commit(sp)
+
     def get(self, name: str) -> SafetyPlugin | None:
         return next((p for p in self.plugins if p.name == name), None)
