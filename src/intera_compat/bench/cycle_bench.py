@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from intera_compat.loop.layouts import POSITION_MODE, TRAJECTORY_MODE
+from intera_compat.data.codes import POSITION_MODE, TRAJECTORY_MODE
 from intera_compat.loop.offline import OfflineLoop
 
 

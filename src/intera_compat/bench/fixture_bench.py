@@ -30,7 +30,7 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", 
 
 def probe_rtf(seconds: float = 10.0) -> float:
     """The bare loop cycle (no ROS) moving the arm like the script: robot seconds per wall second."""
-    from intera_compat.loop.layouts import POSITION_MODE
+    from intera_compat.data.codes import POSITION_MODE
     from intera_compat.loop.offline import OfflineLoop
     L = OfflineLoop()
     L.step()

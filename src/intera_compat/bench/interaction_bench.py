@@ -25,10 +25,10 @@ import numpy as np
 import pinocchio as pin
 
 from intera_compat.config import load_config
-from intera_compat.control.interaction import (FORCE, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, InteractionLimits,
-                                               pack)
+from intera_compat.control.interaction import FORCE, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, InteractionLimits, pack
+from intera_compat.data.codes import POSITION_MODE
 from intera_compat.hardware.sim import SimBackend, SimPositionBackend
-from intera_compat.loop.layouts import MSG_INTERACTION, POSITION_MODE
+from intera_compat.loop.layouts import MSG_INTERACTION
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 

@@ -23,12 +23,12 @@ import toppra.algorithm
 import toppra.constraint
 
 from intera_compat.config import load_config
+from intera_compat.data import codes as T
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.motion.errors import MotionError
 from intera_compat.motion.joint_planner import SAME_POINT, plan_joint
 from intera_compat.motion.planner import MotionPlanner
 from intera_compat.motion.request import CARTESIAN, JOINT, Motion, Waypoint
-from intera_compat.sources import trajectory as T
 
 EXPRESS = np.array([10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0])
 

@@ -23,9 +23,10 @@ import time
 import numpy as np
 
 from intera_compat.config import load_config
+from intera_compat.data.codes import POSITION_MODE, VELOCITY_MODE
 from intera_compat.hardware.sim import SimBackend
-from intera_compat.loop.layouts import (MSG_CUFF, MSG_SUPPRESS, POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE,
-                                       SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY, VELOCITY_MODE)
+from intera_compat.loop.layouts import (MSG_CUFF, MSG_SUPPRESS, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY,
+                                        SUPPRESS_CUFF, SUPPRESS_GRAVITY)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 

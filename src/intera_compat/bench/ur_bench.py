@@ -86,8 +86,8 @@ def round_trip(steps: int) -> np.ndarray:
 
 def tracking(seconds: float):
     from intera_compat.config import load_config
+    from intera_compat.data.state import CommandMode, HardwareCommand, HardwareState
     from intera_compat.emulator.ur_controller import default_config
-    from intera_compat.hardware.base import CommandMode, HardwareCommand, HardwareState
     from intera_compat.hardware.ur import URBackend
     from intera_compat.model.robot_model import RobotModel
 

@@ -29,7 +29,7 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
 * ``reversal``: after the last command of a VELOCITY or TRAJECTORY stream, no joint's reference runs back against
   its direction of motion (beyond ``REVERSE_SLACK``: a stop never runs back, however hard the reference was
   braking — a jerk-limited stop from braking at the acceleration limit ran back 13 mrad on the Sawyer's base before
-  ``control.stop.StopRamp`` let such a joint rest where its velocity reaches zero), nor the measured joint by more
+  ``trajectory.stop.StopRamp`` let such a joint rest where its velocity reaches zero), nor the measured joint by more
   than that plus ``TRACK_SLACK`` (joints the law tracks: under interaction control the force moves the arm
   and the reference is kept with it). A joint's direction is the sign of the last velocity the stream commanded it
   that was not zero (``V_ZERO``: a profile's end point at rest, its braking acceleration still set, keeps the
@@ -53,14 +53,14 @@ import numpy as np
 
 from intera_compat.config import load_config
 from intera_compat.control.interaction import InteractionLimits, pack
+from intera_compat.data.codes import (POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, TRAJ_RUNNING, TRAJ_STOPPING,
+                                      VELOCITY_MODE)
 from intera_compat.hardware.sim import SimBackend, fault_words, push_words, pushable_links
+from intera_compat.loop.client import TrajectoryError
 from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_HEAD, MSG_INTERACTION, MSG_RESET,
-                                       MSG_SAFETY_ESTOP, MSG_SIM_FAULT, MSG_SIM_WRENCH, MSG_STOP, POSITION_MODE,
-                                       TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
+                                        MSG_SAFETY_ESTOP, MSG_SIM_FAULT, MSG_SIM_WRENCH, MSG_STOP)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
-from intera_compat.sources.trajectory import TRAJ_RUNNING, TRAJ_STOPPING
-from intera_compat.trajectory.client import TrajectoryError
 
 CFG = load_config()
 ARM = list(CFG.joint_names)
@@ -79,7 +79,7 @@ ILIM = InteractionLimits.from_config(CFG.control.get("interaction"))
 REF_WINDOW = getattr(ILIM, "reference_window", None) or FAULT_LIMIT[:CFG.n_arm]
 DT = 0.001
 COMMAND_PERIOD = 0.01  # s: a streaming client's rate (100 Hz)
-JERK = 10.0 * AMAX  # control.stop.StopRamp's jerk limit (it never runs back: a joint rests where it stops)
+JERK = 10.0 * AMAX  # trajectory.stop.StopRamp's jerk limit (it never runs back: a joint rests where it stops)
 REVERSE_SLACK = 1e-4  # rad: what the reference of a joint at rest may move back (rounding, shaping)
 RETURN_OVERSHOOT = 0.01  # of the way back to a commanded resting point: what the shaping may pass it by
 # rad/s: a commanded velocity this small is a point at rest (the rounding a client's profile leaves at its end

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from intera_compat.config import load_config
-from intera_compat.loop.layouts import POSITION_MODE
+from intera_compat.data.codes import POSITION_MODE
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model import RobotModel
 from intera_compat.model.dh_urdf import dh_urdf

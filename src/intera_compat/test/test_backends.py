@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 
 from intera_compat.config import load_config
-from intera_compat.hardware.adapter import mode_refusal
-from intera_compat.hardware.base import Capability, CommandMode, HardwareCommand, HardwareState
+from intera_compat.data.codes import POSITION_MODE, TORQUE_MODE, VELOCITY_MODE
+from intera_compat.data.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+from intera_compat.data.shm import SeqlockRecord
+from intera_compat.data.state import Capability, CommandMode, HardwareCommand, HardwareState
 from intera_compat.hardware.registry import declared_capabilities
 from intera_compat.hardware.ros_control import RosControlBackend, RosControlSettings, in_layout, out_layout
 from intera_compat.hardware.sim import SimPositionBackend
-from intera_compat.loop.layouts import MSG_ENABLE, MSG_RESET, POSITION_MODE, TORQUE_MODE, VELOCITY_MODE
+from intera_compat.loop.adapter import mode_refusal
+from intera_compat.loop.layouts import MSG_ENABLE, MSG_RESET
 from intera_compat.loop.offline import OfflineLoop
-from intera_compat.loop.shm import SeqlockRecord
 from intera_compat.model.robot_model import RobotModel
-from intera_compat.safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
 
 CFG = load_config()
 C = Capability

@@ -1,5 +1,5 @@
 """Shared-memory channels without ROS: the SPSC message ring (``loop.ring``) and the seqlock record
-(``loop.shm``), each unit-tested in one process and stress-tested across two processes.
+(``data.shm``), each unit-tested in one process and stress-tested across two processes.
 
 The two-process tests run the writer as a separate interpreter (this file as a script, started
 with ``subprocess`` like the realtime node starts the loop) and assert outcomes only (every message
@@ -21,8 +21,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from intera_compat.data.shm import Layout, SeqlockRecord
 from intera_compat.loop.ring import SpscRing
-from intera_compat.loop.shm import Layout, SeqlockRecord
 
 CHILD_START_S = 30.0  # generous: the child interpreter imports numpy and the package first
 STRESS_DEADLINE_S = 30.0  # upper bound only; a healthy stress test takes ~2 s

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from intera_compat.config import load_config
+from intera_compat.data.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+from intera_compat.data.state import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, HardwareState
 from intera_compat.emulator.cobot_plc import default_config
-from intera_compat.hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, HardwareState
 from intera_compat.hardware.cobot import CobotBackend
 from intera_compat.model import RobotModel
-from intera_compat.safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
 
 CFG = load_config(default_config())
 IDLE, MOVING, ERROR = 0, 1, 2
@@ -212,7 +212,7 @@ def test_position_targets_go_at_the_loops_speed_and_at_most_ten_a_second(cobot):
 
 
 def test_the_lifebit_toggles_with_the_loops_cycles_and_stops_with_them(cobot):
-    from intera_compat.hardware.base import CommandMode, HardwareCommand
+    from intera_compat.data.state import CommandMode, HardwareCommand
     cmd = HardwareCommand.zeros(7, CommandMode.POSITION)
     every = int(round(cobot.settings.lifebit_period * cobot.settings.rate))  # (20 ms at 250 Hz: 5 cycles)
     bits = []

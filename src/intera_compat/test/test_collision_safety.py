@@ -5,16 +5,16 @@ import numpy as np
 import pytest
 
 from intera_compat.config import load_config
+from intera_compat.data import codes as T
+from intera_compat.data.codes import POSITION_MODE, TRAJECTORY_MODE, VELOCITY_MODE
 from intera_compat.hardware.sim import SimBackend, push_words, pushable_links
 from intera_compat.loop.layouts import (MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_SAFETY_ESTOP, MSG_SIM_WRENCH,
-                                       MSG_SUPPRESS, POSITION_MODE,
-                                       SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
-                                       SUPPRESS_GRAVITY, SUPPRESS_KEYS, TRAJECTORY_MODE, VELOCITY_MODE)
+                                        MSG_SUPPRESS, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY,
+                                        SUPPRESS_CUFF, SUPPRESS_GRAVITY, SUPPRESS_KEYS)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.safety.collision_avoidance import PairDistances
 from intera_compat.safety.collision_detection import IMPACT, NONE, SQUISH
-from intera_compat.sources import trajectory as T
 
 CFG = load_config()
 ARM = CFG.joint_names

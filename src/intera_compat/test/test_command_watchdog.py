@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from intera_compat.config import load_config
+from intera_compat.data.shm import SeqlockRecord
 from intera_compat.hardware.command_watchdog import IDLE, REPEAT, STOP, CommandWatchdog
 from intera_compat.hardware.ros_control import RosControlBackend, RosControlSettings, in_layout, out_layout
-from intera_compat.loop.shm import SeqlockRecord
 from intera_compat.model.robot_model import RobotModel
 
 CFG = load_config()
@@ -153,7 +153,7 @@ def bridge(request):
 
 
 def command(backend, q, v, tau):
-    from intera_compat.hardware.base import CommandMode, HardwareCommand
+    from intera_compat.data.state import CommandMode, HardwareCommand
     c = HardwareCommand.zeros(len(CFG.all_joints), CommandMode.VELOCITY)
     c.position[:], c.velocity[:], c.effort[:] = q, v, tau
     backend.write(c)

@@ -343,8 +343,8 @@ def ur_channel():
 def stream_until_moving(ch, cfg, speed: float, proc, more: int = 25) -> None:
     """VELOCITY_MODE commands (the base joint at ``speed``) as a JointCommand publisher sends them (50 Hz), until the
     robot is enabled and the arm moves at that speed (the loop's state record), and ``more`` after that."""
+    from intera_compat.data.codes import VELOCITY_MODE
     from intera_compat.loop.commands import make_validator
-    from intera_compat.loop.layouts import VELOCITY_MODE
 
     validator = make_validator(cfg)
     velocity = [speed] + [0.0] * (cfg.n_arm - 1)
@@ -486,7 +486,7 @@ class CobotLoop:
     """The Cobot backend driven as the loop drives it (``read`` and ``write`` every cycle), in this process."""
 
     def __init__(self):
-        from intera_compat.hardware.base import CommandMode, HardwareCommand, HardwareState
+        from intera_compat.data.state import CommandMode, HardwareCommand, HardwareState
         from intera_compat.hardware.cobot import CobotBackend
 
         cfg = load_config(COBOT_CONFIG)
@@ -561,8 +561,8 @@ def test_a_cobot_backend_closed_mid_motion_aborts_it_before_the_lifebit_would(co
 
 
 def test_a_cobot_loop_process_killed_mid_motion_has_its_motion_stopped_by_the_plc(cobot_plc):
+    from intera_compat.data.codes import POSITION_MODE
     from intera_compat.loop.commands import make_validator
-    from intera_compat.loop.layouts import POSITION_MODE
 
     cfg = load_config(COBOT_CONFIG)
     rm = RobotModel(cfg)

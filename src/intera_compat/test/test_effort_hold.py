@@ -11,7 +11,7 @@ import pinocchio as pin
 import pytest
 
 from intera_compat.config import load_config
-from intera_compat.hardware.effort_hold import (HOLD, IDLE, LAST_WORD, NO_STATE, NOT_FINITE, QUIET, REST_SPAN, STALE,
+from intera_compat.hardware.effort_hold import (HOLD, IDLE, LAST_WORD, NOT_FINITE, NO_STATE, QUIET, REST_SPAN, STALE,
                                                 WAIT, EffortHold, exit_verdict, hold_omega)
 from intera_compat.hardware.ros_control import JointStateMap, RosControlSettings
 from intera_compat.model.robot_model import RobotModel

@@ -63,7 +63,7 @@ def test_a_scripted_scenario_has_the_expected_events_and_settles_on_the_scripts_
 def test_the_simulation_itself_repeats_exactly():
     """Without ROS in between (the same commands at the same cycles), the loop and the MuJoCo plant repeat to the
     last bit: what differs between two fixture runs is when messages arrive, nothing random."""
-    from intera_compat.loop.layouts import POSITION_MODE
+    from intera_compat.data.codes import POSITION_MODE
     from intera_compat.loop.offline import OfflineLoop
 
     def run():

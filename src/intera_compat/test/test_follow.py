@@ -3,7 +3,7 @@ filled-in derivatives, path and goal checks. No ROS."""
 import numpy as np
 import pytest
 
-from intera_compat.sources import trajectory as T
+from intera_compat.data import codes as T
 from intera_compat.trajectory import follow as F
 
 ARM = [f"right_j{i}" for i in range(7)]

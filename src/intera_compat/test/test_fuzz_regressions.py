@@ -6,12 +6,13 @@ import pytest
 
 from intera_compat.config import load_config
 from intera_compat.control.interaction import InteractionLimits, pack
+from intera_compat.data import codes as T
+from intera_compat.data.codes import POSITION_MODE, TRAJECTORY_MODE, VELOCITY_MODE
 from intera_compat.hardware.sim import SimBackend, fault_words
 from intera_compat.loop.layouts import (MSG_CUFF, MSG_ENABLE, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
-                                       MSG_SIM_FAULT, MSG_STOP, POSITION_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
+                                        MSG_SIM_FAULT, MSG_STOP)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
-from intera_compat.sources import trajectory as T
 
 CFG = load_config()
 ARM = CFG.joint_names

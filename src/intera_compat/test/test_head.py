@@ -8,10 +8,10 @@ from intera_core_msgs.msg import HeadPanCommand
 from sensor_msgs.msg import Image
 
 from intera_compat.config import load_config
-from intera_compat.hardware.base import HardwareState
+from intera_compat.data.setpoint import Setpoint
+from intera_compat.data.state import HardwareState
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.ros.head import SCREEN_H, SCREEN_W, head_command_problem, screen_image
-from intera_compat.sources.base import Setpoint
 from intera_compat.sources.head import ACTIVE, ACTIVE_CANCELLATION, NO_MODE_CHANGE, HeadSource, head_cancellation
 
 CFG = load_config()

@@ -9,9 +9,10 @@ from intera_compat.config import load_config
 from intera_compat.control.interaction import (FORCE, FORCE_WITH_MOTION_LIMIT, IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT,
                                                CartesianAdmittance, CartesianImpedance, InteractionLimits,
                                                InteractionParams, freedrive_axes, pack)
-from intera_compat.hardware.base import Capability
+from intera_compat.data.codes import POSITION_MODE
+from intera_compat.data.state import Capability
 from intera_compat.hardware.sim import SimBackend, SimPositionBackend
-from intera_compat.loop.layouts import MSG_CUFF, MSG_INTERACTION, POSITION_MODE
+from intera_compat.loop.layouts import MSG_CUFF, MSG_INTERACTION
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 

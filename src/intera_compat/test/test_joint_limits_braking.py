@@ -5,9 +5,9 @@ source without a step in acceleration, and references that can stop on the limit
 import numpy as np
 import pytest
 
-from intera_compat.hardware.base import HardwareState
+from intera_compat.data.setpoint import Setpoint
+from intera_compat.data.state import HardwareState
 from intera_compat.safety.joint_limits import JointLimits
-from intera_compat.sources.base import Setpoint
 
 N = 3
 DT = 0.001

@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import rospy
 
+from intera_compat.data.shm import SeqlockRecord
 from intera_compat.loop.layouts import TICK_JOINT_STATES, state_layout
-from intera_compat.loop.shm import SeqlockRecord
 from intera_compat.ros.realtime_node import RealtimeLoopNode
 
 HANG_GUARD_S = 60.0  # only a guard against a hang (the thread returns at once): no timing is asserted

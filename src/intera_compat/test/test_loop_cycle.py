@@ -3,8 +3,8 @@ the MuJoCo Sawyer through the real shared-memory channel (no ROS, no processes).
 import numpy as np
 import pytest
 
-from intera_compat.loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_STOP, MSG_SUPPRESS, POSITION_MODE,
-                                       SUPPRESS_GRAVITY, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
+from intera_compat.data.codes import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
+from intera_compat.loop.layouts import MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_STOP, MSG_SUPPRESS, SUPPRESS_GRAVITY
 from intera_compat.loop.offline import OfflineLoop
 
 TOL = 0.008726646  # Intera JOINT_ANGLE_TOLERANCE (0.5°)

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from ruckig import Result
 
-from intera_compat.loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_SIM_FAULT, MSG_SUPPRESS, POSITION_MODE,
-                                       SUPPRESS_CONTACT_SAFETY,
-                                       TORQUE_MODE, TRAJECTORY_MODE)
+from intera_compat.data import faults
+from intera_compat.data.codes import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE
+from intera_compat.loop.layouts import (MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_SIM_FAULT, MSG_SUPPRESS,
+                                        SUPPRESS_CONTACT_SAFETY)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.loop.process import Ticker
 from intera_compat.ros.wrench import WrenchEstimator
-from intera_compat.safety import faults
 
 ARM = [f"right_j{i}" for i in range(7)]
 
@@ -296,7 +296,8 @@ def test_brakes_hold_where_the_arm_was_pushed_to(loop):
 def test_brakes_stop_a_moving_arm_without_springing_back(loop, stop):
     """Brakes stop the arm from where it is measured, at the joints' acceleration limits, and hold where it
     stopped: stopping dead at the measurement pulled a 0.5 rad/s arm back 5 mrad and let it creep."""
-    from intera_compat.loop.layouts import MSG_SAFETY_ESTOP, VELOCITY_MODE
+    from intera_compat.data.codes import VELOCITY_MODE
+    from intera_compat.loop.layouts import MSG_SAFETY_ESTOP
     L = loop
     for _ in range(60):  # right_j0 at 0.5 rad/s
         L.send(VELOCITY_MODE, ARM, velocity=[0.5, 0, 0, 0, 0, 0, 0])
@@ -321,7 +322,7 @@ def test_brakes_stop_a_moving_arm_without_springing_back(loop, stop):
 def _fault_at_speed(L, fault):
     """right_j0, j4, j5, j6 moving fast in VELOCITY mode, then ``fault`` (or a disable); the joints' positions,
     speeds and reference accelerations over the next 1.5 s, and the trajectory results."""
-    from intera_compat.loop.layouts import VELOCITY_MODE
+    from intera_compat.data.codes import VELOCITY_MODE
     n = L.cycle.n
     for _ in range(100):
         L.send(VELOCITY_MODE, ARM, velocity=FAST)
@@ -380,7 +381,7 @@ def test_a_fault_at_speed_brakes_as_a_disable_does_never_speeding_the_arm_up(fau
 
 def test_a_trajectory_a_setpoint_fault_ends_is_aborted_for_the_fault(loop):
     """(not as "the robot was disabled": the brakes that take the arm in the fault's cycle end it too)"""
-    from intera_compat.sources import trajectory as T
+    from intera_compat.data import codes as T
     q0 = loop.arm_q
     q1 = q0 + np.array([0.5, -0.3, 0.2, 0.4, -0.5, 0.3, 0.8])
     t = np.linspace(0.0, 2.0, 41)
@@ -464,7 +465,7 @@ def reference_accel(L, seconds, every=None):
 
 
 def test_velocity_step_from_rest_and_into_a_limit_stays_within_the_acceleration_limit(loop):
-    from intera_compat.loop.layouts import VELOCITY_MODE
+    from intera_compat.data.codes import VELOCITY_MODE
     lim = loop.cfg.limits
     v = np.zeros(7)
     v[4] = lim.velocity[4]  # full speed at once, toward the upper limit (about 3 rad away)
@@ -517,7 +518,7 @@ def test_leaving_torque_mode_while_moving_stops_where_the_arm_is(loop):
 
 
 def test_switching_from_a_moving_position_command_to_velocity_zero_decelerates(loop):
-    from intera_compat.loop.layouts import VELOCITY_MODE
+    from intera_compat.data.codes import VELOCITY_MODE
     lim = loop.cfg.limits
     loop.set(speed_ratio=1.0)
     loop.send(POSITION_MODE, ARM, position=loop.arm_q + np.array([1.5, 0, 0, 0, 0, 0, 0]))

@@ -4,14 +4,14 @@ backend gets finite values and efforts within their limits; a non-finite command
 import numpy as np
 import pytest
 
-from intera_compat.hardware.base import HardwareCommand, HardwareState
+from intera_compat.data import faults
+from intera_compat.data.setpoint import Setpoint
+from intera_compat.data.state import HardwareCommand, HardwareState
 from intera_compat.loop.offline import OfflineLoop
-from intera_compat.safety import faults
 from intera_compat.safety.base import SafetyChain, SafetyContext, SafetyPlugin
 from intera_compat.safety.collision_avoidance import CollisionAvoidance
 from intera_compat.safety.finite_guard import FiniteGuard
 from intera_compat.safety.torque_guard import TorqueGuard
-from intera_compat.sources.base import Setpoint
 
 N = 3
 EMAX = np.array([80.0, 40.0, 9.0])

@@ -4,12 +4,12 @@ so the monitors (the JTAS's path tolerance) compare the arm with the same point 
 import numpy as np
 
 from intera_compat.config import load_config
-from intera_compat.hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_NONE, Capability
+from intera_compat.data import codes as T
+from intera_compat.data.state import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_NONE, Capability
 from intera_compat.hardware.sim import SimBackend
 from intera_compat.loop.cycle import PACE_MAX
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
-from intera_compat.sources import trajectory as T
 
 CFG = load_config()
 STEP = PACE_MAX * 0.001 + 1e-9  # s: how far the reference's time may move in the cycle before it sees the arm's

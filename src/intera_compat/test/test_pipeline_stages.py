@@ -5,17 +5,18 @@ import pytest
 
 from intera_compat.config import load_config
 from intera_compat.control.inverse_dynamics import InverseDynamicsLaw
-from intera_compat.hardware.base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
+from intera_compat.data import faults
+from intera_compat.data.codes import POSITION_MODE, TORQUE_MODE
+from intera_compat.data.setpoint import Setpoint
+from intera_compat.data.state import Capability, CommandMode, HardwareCommand, HardwareState
+from intera_compat.hardware.base import Backend
 from intera_compat.loop.arbiter import Arbiter
-from intera_compat.loop.layouts import POSITION_MODE, TORQUE_MODE
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
-from intera_compat.safety import faults
 from intera_compat.safety.finite_guard import FiniteGuard
 from intera_compat.safety.following_error import FollowingError
 from intera_compat.safety.joint_limits import JointLimits
 from intera_compat.safety.torque_guard import TorqueGuard
-from intera_compat.sources.base import Setpoint
 from intera_compat.sources.hold import HoldSource
 
 N = 3

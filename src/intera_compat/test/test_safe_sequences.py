@@ -5,14 +5,14 @@ import pytest
 
 from intera_compat.config import load_config
 from intera_compat.control.interaction import FORCE, IMPEDANCE, InteractionLimits, pack
+from intera_compat.data import codes as T
+from intera_compat.data.codes import POSITION_MODE, TRAJECTORY_MODE, VELOCITY_MODE
 from intera_compat.hardware.sim import SimBackend
 from intera_compat.loop.layouts import (MSG_CUFF, MSG_ENABLE, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
-                                       MSG_STOP, MSG_SUPPRESS, POSITION_MODE, SUPPRESS_CONTACT_SAFETY, TRAJECTORY_MODE,
-                                       VELOCITY_MODE)
+                                        MSG_STOP, MSG_SUPPRESS, SUPPRESS_CONTACT_SAFETY)
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 from intera_compat.safety.collision_detection import IMPACT, NONE
-from intera_compat.sources import trajectory as T
 from test_trajectory import min_jerk
 
 CFG = load_config()

@@ -13,9 +13,9 @@ from intera_core_msgs.msg import InteractionControlCommand
 
 from intera_compat.config import load_config
 from intera_compat.control.interaction import InteractionLimits, InteractionParams, refusal_without_force_sensing
+from intera_compat.loop.client import TrajectoryError
 from intera_compat.ros.interaction import InteractionTopics, pack_message
 from intera_compat.ros.trajectory_server import ExecuteTrajectoryServer
-from intera_compat.trajectory.client import TrajectoryError
 
 CFG = load_config()
 N = CFG.n_arm

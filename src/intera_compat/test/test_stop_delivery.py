@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import rospy
 
+from intera_compat.data import codes as T
+from intera_compat.data.codes import POSITION_MODE
 from intera_compat.loop.channel import BACKLOG_MAX, Channel
-from intera_compat.loop.layouts import (MSG_ENABLE, MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_TRAJ_SCALING,
-                                       POSITION_MODE)
+from intera_compat.loop.layouts import MSG_ENABLE, MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_TRAJ_SCALING
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.ros.trajectory_server import ExecuteTrajectoryServer, _Goal
-from intera_compat.sources import trajectory as T
 from test_trajectory import min_jerk
 
 ARM = [f"right_j{i}" for i in range(7)]

@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
-from intera_compat.loop.layouts import MSG_ENABLE, MSG_TRAJ_EXECUTE as T_EXECUTE, MSG_TRAJ_SCALING as T_SCALING, POSITION_MODE
+from intera_compat.data import codes as T
+from intera_compat.data.codes import POSITION_MODE
+from intera_compat.loop.client import TrajectoryError
+from intera_compat.loop.layouts import MSG_ENABLE, MSG_TRAJ_EXECUTE as T_EXECUTE, MSG_TRAJ_SCALING as T_SCALING
 from intera_compat.loop.offline import OfflineLoop
-from intera_compat.sources import trajectory as T
-from intera_compat.trajectory.client import TrajectoryError
 from intera_compat.trajectory.spline import KnotTrajectory
 
 ARM = [f"right_j{i}" for i in range(7)]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from intera_compat.config import load_config
+from intera_compat.data.state import CommandMode, HardwareCommand, HardwareState
 from intera_compat.emulator.ur_controller import default_config
-from intera_compat.hardware.base import CommandMode, HardwareCommand, HardwareState
 from intera_compat.hardware.ur import FORCE_MODE_GAP, URBackend, URSettings
 from intera_compat.model import RobotModel
 

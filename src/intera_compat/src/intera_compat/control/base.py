@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import abc
 
-from ..hardware.base import HardwareCommand, HardwareState
-from ..sources.base import Setpoint
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareCommand, HardwareState
 
 
 class ControlLaw(abc.ABC):

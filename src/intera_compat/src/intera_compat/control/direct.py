@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareCommand, HardwareState
-from ..sources.base import Setpoint
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareCommand, HardwareState
 from .base import ControlLaw
 
 

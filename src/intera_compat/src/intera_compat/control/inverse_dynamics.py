@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareCommand, HardwareState
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareCommand, HardwareState
 from ..model.robot_model import RobotModel
-from ..sources.base import Setpoint
 from .base import ControlLaw
 
 

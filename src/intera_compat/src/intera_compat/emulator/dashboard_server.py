@@ -19,7 +19,7 @@ from __future__ import annotations
 import socketserver
 
 from .tcp import ThreadedServer
-from .ur_controller import (PAUSED, PLAYING, ROBOT_MODE_NAMES, SAFETY_MODE_NAMES, SERIAL, URController)
+from .ur_controller import PAUSED, PLAYING, ROBOT_MODE_NAMES, SAFETY_MODE_NAMES, SERIAL, URController
 
 PORT = 29999
 GREETING = "Connected: Universal Robots Dashboard Server"

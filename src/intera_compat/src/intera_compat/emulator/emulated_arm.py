@@ -9,7 +9,7 @@ import threading
 import time
 
 from ..config import load_config
-from ..hardware.base import CommandMode, HardwareCommand, HardwareState
+from ..data.state import CommandMode, HardwareCommand, HardwareState
 from ..hardware.sim import SimPositionBackend
 from ..model.robot_model import RobotModel
 

@@ -47,7 +47,7 @@ import time
 import numpy as np
 import pinocchio as pin
 
-from ..hardware.base import CommandMode
+from ..data.state import CommandMode
 from ..hardware.sim import SimBackend, SimPositionBackend
 from ..loop.scheduler import sleep_until_next
 from .emulated_arm import EmulatedArm

@@ -16,7 +16,7 @@ preallocated records, so a backend allocates nothing per cycle. Arrays are in co
   ``write``). Until ``enable()`` again, a backend that brakes itself ignores the commands it is given.
 * **Reset / ready**: ``reset()`` on ``/robot/set_super_reset`` clears what the arm's controller latched;
   ``ready()`` False keeps an enabled robot from commanding an arm that is still being powered up.
-* **Faults**: ``read`` sets ``state.fault`` (``safety/faults.py``: link lost, protective stop, hardware E-stop,
+* **Faults**: ``read`` sets ``state.fault`` (``data/faults.py``: link lost, protective stop, hardware E-stop,
   controller error; 0 none) and ``state.fault_joint``; any fault stops the robot (error + stopped) until a
   reset, and nothing moves on reconnect until reset + enable.
 * **Trajectory-only** arms (waypoint controllers) implement ``submit`` / ``cancel`` / ``progress`` instead of
@@ -26,84 +26,9 @@ from __future__ import annotations
 
 import abc
 import collections
-import enum
-from dataclasses import dataclass, field
 
-import numpy as np
-
-from ..loop.layouts import ARM_RESULT_UNSUPPORTED
-
-
-class Capability(str, enum.Enum):
-    TORQUE = "torque"  # accepts joint torques (full dynamics control in the loop)
-    POSITION = "position"  # accepts joint position setpoints
-    VELOCITY = "velocity"  # accepts joint velocity setpoints
-    TRAJECTORY_ONLY = "trajectory_only"  # only whole trajectories (no streaming)
-    WRENCH = "wrench"  # measures the endpoint wrench
-    EFFORT = "effort"  # measures link-side joint torques (collision detection needs them)
-    SPEED_SCALING = "speed_scaling"  # reports a speed-scaling factor (UR slider, Cobot progress)
-    WAYPOINT = "waypoint"  # a trajectory-only arm that takes single waypoints: POSITION commands go as one
-    FREEDRIVE = "freedrive"
-    FORCE_MODE = "force_mode"
-    IO = "io"
-    SIM_TIME = "sim_time"  # steps its own time: may run faster or slower than real time
-
-
-# what a trajectory-only arm did with its last submission (``Backend.progress``)
-PROGRESS_NONE, PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED = 0, 1, 2, 3
-
-
-class CommandMode(enum.IntEnum):
-    TORQUE = 1
-    POSITION = 2
-    VELOCITY = 3
-
-
-@dataclass
-class HardwareState:
-    """Measured state, filled in place by ``Backend.read``."""
-
-    position: np.ndarray  # rad
-    velocity: np.ndarray  # rad/s
-    effort: np.ndarray  # Nm, measured joint torque
-    wrench: np.ndarray = field(default_factory=lambda: np.zeros(6))  # N, Nm at the tip (base axes)
-    speed_scaling: float = 1.0
-    fault: int = 0  # safety/faults.py code the backend reports (0: none)
-    fault_joint: int = -1  # the joint it concerns (-1: the arm)
-    estop: bool = False  # the arm's own E-stop is pressed (the robot's E-stop button follows it)
-
-    @classmethod
-    def zeros(cls, n: int) -> "HardwareState":
-        block = np.zeros((3, n))  # position, velocity, effort contiguous (one copy to publish)
-        hs = cls(block[0], block[1], block[2])
-        hs.block = block
-        return hs
-
-
-@dataclass
-class HardwareCommand:
-    """What the loop sends each cycle; ``mode`` says which array the backend must use.
-
-    Beside the stream, an arm with ``Capability.FORCE_MODE`` / ``FREEDRIVE`` is told what its own controller
-    should do for interaction control (rows of ``cartesian``, six values each, zeros when not asked):
-    ``force_axes`` (1: the arm regulates the force along / about this axis of ``force_frame``),
-    ``force_wrench`` (what the tool should exert there, N / Nm, frame axes), ``force_frame`` (the task frame:
-    position and rotation vector in the base frame); ``free_axes`` (1: the arm yields to a hand along / about this
-    axis of ``free_frame``; any set: freedrive), ``free_frame`` (the feature frame, as ``force_frame``)."""
-
-    mode: CommandMode
-    effort: np.ndarray
-    position: np.ndarray
-    velocity: np.ndarray
-
-    @classmethod
-    def zeros(cls, n: int, mode: CommandMode = CommandMode.TORQUE) -> "HardwareCommand":
-        block = np.zeros((3, n))  # contiguous: one reduction checks every array
-        cmd = cls(mode, block[0], block[1], block[2])
-        cmd.block = block
-        cmd.cartesian = np.zeros((5, 6))
-        cmd.force_axes, cmd.force_wrench, cmd.force_frame, cmd.free_axes, cmd.free_frame = cmd.cartesian
-        return cmd
+from ..data.codes import ARM_RESULT_UNSUPPORTED
+from ..data.state import Capability, HardwareCommand, HardwareState
 
 
 class Backend(abc.ABC):
@@ -161,10 +86,10 @@ class Backend(abc.ABC):
         stop, a stopped program) so that it can be enabled again; must not block the cycle (work that takes
         longer runs beside it, and ``read`` keeps reporting a fault that remains once it is done)."""
 
-    # ---- requests to the arm's own controller (``loop.layouts`` ARM_*: zero the F/T sensor, set the payload,
+    # ---- requests to the arm's own controller (``data.codes`` ARM_*: zero the F/T sensor, set the payload,
     # tool contact); answered later through ``answers`` ((request id, ARM_RESULT_*, value), appended by any
     # thread): the cycle passes them on -----------------------------------------------------------------
-    requests: frozenset = frozenset()  # the ``loop.layouts.ARM_REQUESTS`` names this arm serves
+    requests: frozenset = frozenset()  # the ``data.codes.ARM_REQUESTS`` names this arm serves
 
     def request(self, rid: float, code: int, args) -> None:
         """Start request ``code`` with ``args`` (a copy); must not block the cycle."""
@@ -182,7 +107,7 @@ class Backend(abc.ABC):
         to push with (the listener offers /robot/sim/apply_wrench on simulated arms only)."""
 
     def simulate_fault(self, code: int, duration: float) -> None:
-        """A simulated arm: report fault ``code`` (``safety.faults``: link lost, protective stop, controller error,
+        """A simulated arm: report fault ``code`` (``data.faults``: link lost, protective stop, controller error,
         hardware E-stop) from ``read`` for ``duration`` s, as a real arm would. Real arms ignore it."""
 
     # ---- trajectory-only arms --------------------------------------------------------------------------

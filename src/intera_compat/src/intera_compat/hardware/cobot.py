@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import config_section
-from ..loop.layouts import ARM_COBOT_SETTINGS, ARM_RESULT_FAILED, ARM_RESULT_OK
-from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+from ..data.codes import ARM_COBOT_SETTINGS, ARM_RESULT_FAILED, ARM_RESULT_OK
+from ..data.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+from ..data.state import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE, Capability, HardwareState
 from ..trajectory.resample import resample
-from .base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE, Backend, Capability, HardwareState
+from .base import Backend
 
 EXECUTION_MODES = ("single_point", "full_trajectory")
 NODES = {"positions": "Robot.ActualPositions", "velocities": "Robot.ActualVelocities", "state": "Robot.State",

@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..loop.shm import Layout, SeqlockRecord
-from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
-from .base import (PROGRESS_FAILED, PROGRESS_NONE, Backend, Capability,
-                   HardwareCommand, HardwareState)
+from ..data.faults import FAULT_CONTROLLER_ERROR, FAULT_LINK_LOST
+from ..data.shm import Layout, SeqlockRecord
+from ..data.state import PROGRESS_FAILED, PROGRESS_NONE, Capability, HardwareCommand, HardwareState
+from .base import Backend
 from .effort_hold import EffortHold, hold_omega
 
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "effort": Capability.TORQUE,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from ..data.faults import FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST, FAULT_PROTECTIVE_STOP
+from ..data.state import Capability, CommandMode, HardwareCommand, HardwareState
 from ..model.mujoco_model import link_frames, load_mujoco
 from ..model.robot_model import RobotModel
-from ..safety.faults import FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST, FAULT_PROTECTIVE_STOP
-from .base import Backend, Capability, CommandMode, HardwareCommand, HardwareState
+from .base import Backend
 
 
 # beyond these a push is refused: a hand's or a payload's worth (the arm's joints hold ~80 Nm at most), for a while

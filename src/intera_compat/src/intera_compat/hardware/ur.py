@@ -55,13 +55,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..safety.faults import (FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST,
-                             FAULT_PROTECTIVE_STOP)
 from ..config import config_section
-from ..loop.layouts import (ARM_RESULT_ENABLED, ARM_RESULT_FAILED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED,
-                            ARM_SET_PAYLOAD,
-                            ARM_TOOL_CONTACT, ARM_ZERO_FT)
-from .base import Backend, Capability, HardwareCommand, HardwareState
+from ..data.codes import (ARM_RESULT_ENABLED, ARM_RESULT_FAILED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD,
+                          ARM_TOOL_CONTACT, ARM_ZERO_FT)
+from ..data.faults import FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LINK_LOST, FAULT_PROTECTIVE_STOP
+from ..data.state import Capability, HardwareCommand, HardwareState
+from .base import Backend
 
 # the controller's numbers (RTDE robot_mode, safety_mode, runtime_state)
 ROBOT_POWER_OFF, ROBOT_IDLE, ROBOT_RUNNING = 3, 5, 7

@@ -8,9 +8,11 @@ limb does. A switch hands the new source the last setpoint, so it never jumps.
 """
 from __future__ import annotations
 
-from ..hardware.base import HardwareState
-from ..sources.base import Setpoint, SetpointSource
-from ..sources.trajectory import R_JOINT_COMMAND, R_ROBOT_DISABLED, TrajectorySource
+from ..data.codes import R_JOINT_COMMAND, R_ROBOT_DISABLED
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareState
+from ..sources.base import SetpointSource
+from ..sources.trajectory import TrajectorySource
 
 
 class Arbiter:

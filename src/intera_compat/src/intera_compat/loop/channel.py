@@ -25,10 +25,10 @@ from collections import deque
 
 import numpy as np
 
+from ..data.shm import SeqlockRecord
 from .layouts import (MSG_COMMAND, MSG_ENABLE, MSG_ESTOP, MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_TRAJ_CANCEL,
                       MSG_TRAJ_SCALING, control_layout, safety_layout, state_layout, stats_layout)
 from .ring import SpscRing
-from .shm import SeqlockRecord
 
 TO_LOOP_WORDS = 1 << 19  # 4 MiB: a 10 000-knot trajectory of 8 joints fits twice
 FROM_LOOP_WORDS = 1 << 12

@@ -20,38 +20,39 @@ import numpy as np
 
 from ..config import RobotConfig
 from ..control.interaction import CartesianAdmittance, CartesianImpedance, InteractionLimits, InteractionParams
-from ..hardware.adapter import make_adapter
-from ..hardware.base import PROGRESS_ACTIVE, Backend, Capability, HardwareState
+from ..data.codes import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, POSITION_MODE, R_COLLISION, R_FAULT, R_NONE,
+                          R_SAFETY_STOP, R_ZERO_G, SUCCEEDED, TORQUE_MODE, TRAJECTORY_MODE, TRAJ_DONE, TRAJ_RUNNING,
+                          TRAJ_STOPPING, VELOCITY_MODE)
+from ..data.faults import FAULT_CONTROLLER_ERROR
+from ..data.setpoint import Setpoint
+from ..data.state import PROGRESS_ACTIVE, Capability, HardwareState
+from ..hardware.base import Backend
 from ..model.robot_model import RobotModel
 from ..safety.base import SafetyChain, SafetyContext
 from ..safety.collision_avoidance import CollisionAvoidance
 from ..safety.collision_detection import CollisionDetection
-from ..safety.faults import FAULT_CONTROLLER_ERROR
 from ..safety.finite_guard import FiniteGuard
 from ..safety.following_error import FollowingError
 from ..safety.joint_limits import JointLimits, relaxed_range
 from ..safety.robot_state import ESTOP_BUTTON_PRESSED, RobotStateMachine
 from ..safety.torque_guard import TorqueGuard
-from ..sources.base import Setpoint
 from ..sources.head import HeadSource, head_cancellation
 from ..sources.hold import HoldSource, SafetyHold
 from ..sources.position import PositionSource
 from ..sources.stream import StreamSource
 from ..sources.torque import TorqueSource
-from ..sources.trajectory import (R_COLLISION, R_FAULT, R_NONE, R_SAFETY_STOP, R_ZERO_G, SUCCEEDED, TRAJ_DONE,
-                                  TRAJ_RUNNING, TRAJ_STOPPING, TrajectorySource)
+from ..sources.trajectory import TrajectorySource
 from ..sources.velocity import VelocitySource
 from ..sources.zero_g import ZeroGSource
+from .adapter import make_adapter
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
-from .layouts import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS,
-                      MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_FAULT, MSG_HEAD, MSG_INTERACTION, MSG_SIM_FAULT,
-                      MSG_SIM_WRENCH,
-                      MSG_RESET, MSG_SAFETY_ESTOP,
+from .layouts import (MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP,
+                      MSG_FAULT, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP, MSG_SIM_FAULT, MSG_SIM_WRENCH,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
-                      POSITION_MODE, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF,
-                      SUPPRESS_GRAVITY, SUPPRESS_KEYS, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE)
+                      SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
+                      SUPPRESS_KEYS)
 
 TIMEOUT_RANGE = (0.0, 1.0)
 FORWARD_LAG = 1.0  # s a trajectory-only arm may run behind the loop's reference (its controller's feedback)

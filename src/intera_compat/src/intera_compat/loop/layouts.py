@@ -2,12 +2,9 @@
 (``shm``) and two rings (``ring``) for everything that must not be lost or reordered."""
 from __future__ import annotations
 
-from .shm import Layout
+from ..data.shm import Layout
 
 HIST_BINS = 1000  # 1 µs bins, the last one collects everything ≥ 999 µs
-
-# JointCommand modes (intera_core_msgs/JointCommand)
-POSITION_MODE, VELOCITY_MODE, TORQUE_MODE, TRAJECTORY_MODE = 1, 2, 3, 4
 
 # tick flags the loop sends to the publishers (one byte per tick)
 TICK_JOINT_STATES, TICK_STATE_100HZ, TICK_DIAGNOSTICS, TICK_SAFETY = 1, 2, 4, 8  # SAFETY: a detection began/ended
@@ -29,19 +26,12 @@ MSG_INTERACTION = 13  # control.interaction.pack: an InteractionControlCommand, 
 MSG_ARM_REQUEST = 14  # [request id, ARM_* code, args...]: a request to the arm's own controller (Backend.request)
 MSG_HEAD = 15  # [target (rad), speed ratio 0..1, pan mode 0..3]: a validated HeadPanCommand (sources.head)
 MSG_SIM_WRENCH = 16  # [link (index into model.mujoco_model.link_frames), duration (s), wrench (6)]: sim only
-MSG_SIM_FAULT = 17  # [safety.faults FAULT_* code, duration (s)]: sim only, the arm reports that fault for a while
+MSG_SIM_FAULT = 17  # [data.faults FAULT_* code, duration (s)]: sim only, the arm reports that fault for a while
 # loop → listener
 MSG_TRAJ_RESULT = 20  # [id, status, reason, joint]
 MSG_FAULT = 21  # [code, joint, loop time]
 MSG_ARM_RESULT = 22  # [request id, ARM_RESULT_*, value]
 # arm requests (Backend.request): codes and their args
-ARM_ZERO_FT, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT = 1, 2, 3  # [] | [mass, cog x, y, z] | [direction (6)]
-ARM_COBOT_SETTINGS = 4  # [execution mode (0 single_point, 1 full_trajectory), resampling delta (rad)]
-ARM_REQUESTS = {"zero_ft_sensor": ARM_ZERO_FT, "set_payload": ARM_SET_PAYLOAD, "tool_contact": ARM_TOOL_CONTACT,
-                "cobot_settings": ARM_COBOT_SETTINGS}
-ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED, ARM_RESULT_FAILED, ARM_RESULT_ENABLED = 0, 1, 2, 3
-ARM_WHILE_DISABLED = (ARM_ZERO_FT, ARM_SET_PAYLOAD)  # requests the controller takes time over: robot disabled only
-
 SUPPRESS_GRAVITY, SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF = range(4)
 SUPPRESS_KEYS = ("gravity", "collision_avoidance", "contact_safety", "cuff")
 

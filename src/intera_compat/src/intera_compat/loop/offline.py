@@ -11,8 +11,8 @@ import numpy as np
 from ..config import RobotConfig, load_config
 from ..hardware.sim import SimBackend
 from ..model.robot_model import RobotModel
-from ..trajectory.client import TrajectoryClient
 from .channel import Channel
+from .client import TrajectoryClient
 from .commands import make_validator
 from .cycle import LoopCycle
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .shm import attach_shm, release_shm
+from ..data.shm import attach_shm, release_shm
 
 _LINE = 8  # uint64 words per 64-byte cache line
 _HEAD, _CAP, _TAIL = 0, 1, _LINE  # indices into the uint64 header block

@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..config import load_config, RobotConfig
+from ..config import RobotConfig, load_config
 
 
 def _fmt(v) -> str:

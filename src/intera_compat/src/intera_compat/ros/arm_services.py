@@ -21,9 +21,9 @@ from std_srvs.srv import Trigger, TriggerResponse
 
 from intera_compat.srv import SetPayload, SetPayloadResponse, ToolContact, ToolContactResponse
 
+from ..data.codes import (ARM_COBOT_SETTINGS, ARM_REQUESTS, ARM_RESULT_ENABLED, ARM_RESULT_OK, ARM_RESULT_UNSUPPORTED,
+                          ARM_SET_PAYLOAD, ARM_TOOL_CONTACT, ARM_ZERO_FT)
 from ..hardware.cobot import EXECUTION_MODES, check_delta, check_mode
-from ..loop.layouts import (ARM_COBOT_SETTINGS, ARM_REQUESTS, ARM_RESULT_ENABLED, ARM_RESULT_OK,
-                            ARM_RESULT_UNSUPPORTED, ARM_SET_PAYLOAD, ARM_TOOL_CONTACT, ARM_ZERO_FT)
 
 ANSWER_TIMEOUT = 10.0  # s
 COBOT_MODE, COBOT_DELTA = "/robot/cobot/execution_mode", "/robot/cobot/resampling_delta"

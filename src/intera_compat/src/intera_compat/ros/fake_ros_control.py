@@ -36,7 +36,7 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, SetBoolResponse
 
 from ..config import load_config
-from ..hardware.base import CommandMode, HardwareCommand, HardwareState
+from ..data.state import CommandMode, HardwareCommand, HardwareState
 from ..hardware.ros_control import RosControlSettings
 from ..hardware.sim import SimBackend, SimPositionBackend
 from ..loop.scheduler import sleep_until_next

@@ -14,7 +14,7 @@ import actionlib
 import numpy as np
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from intera_compat.msg import ExecuteTrajectoryGoal, TrajectoryKeepAlive, ExecuteTrajectoryAction
+from intera_compat.msg import ExecuteTrajectoryAction, ExecuteTrajectoryGoal, TrajectoryKeepAlive
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 TERMINAL = (GoalStatus.SUCCEEDED, GoalStatus.ABORTED, GoalStatus.REJECTED, GoalStatus.PREEMPTED,

@@ -23,12 +23,12 @@ from std_msgs.msg import Empty
 
 from ..config import load_config
 from ..control.interaction import InteractionLimits
+from ..data import codes as T
 from ..motion import errors as E
 from ..motion.analysis import Analysis, Tracking, planned
 from ..motion.errors import MotionError
 from ..motion.planner import MotionPlanner
 from ..motion.request import TrajectoryRequest, WaypointRequest, validate
-from ..sources import trajectory as T
 from .conversions import pose_msg
 from .interaction import pack_message
 from .loop_trajectory import LoopTrajectory

@@ -28,27 +28,26 @@ from visualization_msgs.msg import MarkerArray
 
 from ..config import load_config
 from ..control.interaction import InteractionLimits
-from ..hardware.adapter import mode_refusal
-from ..hardware.base import Capability
+from ..data.faults import describe
+from ..data.state import Capability
+from ..hardware.cobot import cobot_settings
 from ..hardware.registry import declared_capabilities, declared_requests
 from ..hardware.sim import fault_words, push_words, pushable_links
-from ..loop.channel import Channel
-from ..loop.commands import bypass_tolerance, make_validator
-from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..io.device import cuff, lights, navigator
+from ..loop.adapter import mode_refusal
+from ..loop.channel import Channel
+from ..loop.client import TrajectoryClient
+from ..loop.commands import bypass_tolerance, make_validator
 from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, MSG_ESTOP, MSG_HEAD, MSG_INTERACTION,
-                            MSG_SIM_FAULT, MSG_SIM_WRENCH,
-                            MSG_RESET, MSG_SAFETY_ESTOP, MSG_STOP, MSG_SUPPRESS,
+                            MSG_RESET, MSG_SAFETY_ESTOP, MSG_SIM_FAULT, MSG_SIM_WRENCH, MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
+from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..model.robot_model import RobotModel
 from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
-from ..safety.faults import describe
-from ..trajectory.client import TrajectoryClient
+from .arm_services import ArmServices
 from .conversions import pose_msg
 from .digital_io import LegacyDigitalIO
-from ..hardware.cobot import cobot_settings
-from .arm_services import ArmServices
 from .head import HeadTopics
 from .interaction import InteractionTopics
 from .io_server import IONodeServer

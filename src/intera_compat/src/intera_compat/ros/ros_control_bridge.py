@@ -28,11 +28,11 @@ import rospy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 
-from ..hardware.base import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE
+from ..data.faults import FAULT_CONTROLLER_ERROR
+from ..data.shm import SeqlockRecord
+from ..data.state import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE
 from ..hardware.ros_control import JointStateMap, RosControlSettings, in_layout, out_layout, traj_layout
-from ..loop.shm import SeqlockRecord
 from ..model.robot_model import RobotModel
-from ..safety.faults import FAULT_CONTROLLER_ERROR
 from .hold_stream import HoldStream
 
 STATUS_TIMEOUT = 1.0  # s without a status message from the arm's trajectory action while a goal runs: it is gone

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 import actionlib
 import rospy
-from intera_compat.msg import ExecuteTrajectoryAction, ExecuteTrajectoryFeedback, ExecuteTrajectoryResult, \
-    TrajectoryKeepAlive
+from intera_compat.msg import (ExecuteTrajectoryAction, ExecuteTrajectoryFeedback, ExecuteTrajectoryResult,
+                               TrajectoryKeepAlive)
 
 from ..control.interaction import InteractionParams, refusal_without_force_sensing
-from ..sources import trajectory as T
-from ..trajectory.client import TrajectoryClient, TrajectoryError
+from ..data import codes as T
+from ..loop.client import TrajectoryClient, TrajectoryError
 from .interaction import pack_message
 
 WATCHDOG_PERIOD = 0.002  # s between keep-alive checks while goals run

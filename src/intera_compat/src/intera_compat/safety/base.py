@@ -3,7 +3,7 @@
 A plugin may check (and repair) the measured state before any source reads it (``on_state``),
 reshape the setpoint before the control law (``on_setpoint``) and/or check and reshape the
 command after it (``on_output``). Either returns 0 or a fault code
-(``safety.faults``) and leaves the joint concerned in ``fault_joint``. The chain stops at the
+(``data.faults``) and leaves the joint concerned in ``fault_joint``. The chain stops at the
 first fault; the loop then stops the robot. Adding a safety feature = adding a plugin file and
 its name in the config's ``safety_chain`` list.
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareCommand, HardwareState
-from ..sources.base import Setpoint
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareCommand, HardwareState
 
 
 class SafetyContext:

@@ -37,11 +37,11 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from ..hardware.base import HardwareCommand, HardwareState
+from ..data.faults import FAULT_NON_FINITE_OUTPUT
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareCommand, HardwareState
 from ..model.robot_model import RobotModel
-from ..sources.base import Setpoint
 from .base import SafetyContext, SafetyPlugin
-from .faults import FAULT_NON_FINITE_OUTPUT
 
 
 def _reach_bound(model: pin.Model, joint: int, obj) -> float:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from ..hardware.base import HardwareState
+from ..data.state import HardwareState
 from ..model.robot_model import RobotModel
 from .base import SafetyContext, SafetyPlugin
 

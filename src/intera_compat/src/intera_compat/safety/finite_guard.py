@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareCommand, HardwareState
-from ..sources.base import Setpoint
+from ..data.faults import FAULT_NON_FINITE_OUTPUT, FAULT_NON_FINITE_SETPOINT, FAULT_NON_FINITE_STATE
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareCommand, HardwareState
 from .base import SafetyPlugin
-from .faults import FAULT_NON_FINITE_OUTPUT, FAULT_NON_FINITE_SETPOINT, FAULT_NON_FINITE_STATE
 
 
 def _first_bad(x: np.ndarray, zeros: np.ndarray) -> int:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareState
-from ..sources.base import Setpoint
+from ..data.faults import FAULT_FOLLOWING_ERROR
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareState
 from .base import SafetyPlugin
-from .faults import FAULT_FOLLOWING_ERROR
 
 
 class FollowingError(SafetyPlugin):

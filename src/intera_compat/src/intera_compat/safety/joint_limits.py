@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareState
-from ..sources.base import Setpoint, clamp, stopping_step
+from ..data.setpoint import Setpoint, clamp, stopping_step
+from ..data.state import HardwareState
 from .base import SafetyPlugin
 
 

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from ..hardware.base import HardwareState
-from .base import Setpoint
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareState
 from .position import PositionSource
 
 PASSIVE, ACTIVE, ACTIVE_CANCELLATION, NO_MODE_CHANGE = 0, 1, 2, 3

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..control.stop import StopRamp
-from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource, clamp
+from ..data.setpoint import Setpoint, clamp
+from ..data.state import HardwareState
+from ..trajectory.stop import StopRamp
+from .base import SetpointSource
 
 BRAKE_JERK = 50.0  # brakes: jerk limit = this × the acceleration limits per second (full bite in 20 ms)
 STOPS = ("ramp", "brakes", "dead")

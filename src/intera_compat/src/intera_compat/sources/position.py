@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..control.position import PositionInterpolator
-from ..hardware.base import HardwareState
-from ..safety.faults import FAULT_INTERPOLATOR
-from .base import Setpoint, SetpointSource
+from ..data.faults import FAULT_INTERPOLATOR
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareState
+from ..trajectory.interpolator import PositionInterpolator
+from .base import SetpointSource
 
 
 class PositionSource(SetpointSource):

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareState
+from .base import SetpointSource
 
 
 REST_SPEED = 1e-6  # rad/s: a streamed velocity this small is a joint at rest (its sign is rounding)

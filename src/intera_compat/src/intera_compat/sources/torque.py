@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import Capability, HardwareState
-from .base import Setpoint, SetpointSource
+from ..data.setpoint import Setpoint
+from ..data.state import Capability, HardwareState
+from .base import SetpointSource
 from .hold import HoldSource
 
 

@@ -30,38 +30,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareState
+from ..data.codes import (ABORTED, CANCELLED, END_ACCEL, END_SPEED, MAX_KP, PREEMPTED, REJECTED, R_INVALID,
+                          R_JOINT_COMMAND, R_LIMITS, R_NEWER_TRAJECTORY, R_NONE, R_NOT_ENABLED, R_START_DEVIATION,
+                          R_TOO_LONG, SUCCEEDED, TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY, TRAJ_DONE,
+                          TRAJ_IDLE, TRAJ_RUNNING, TRAJ_STOPPING)
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareState
 from ..trajectory.spline import KnotTrajectory, limit_violation
-from .base import Setpoint, SetpointSource
-
-# progress states
-TRAJ_IDLE, TRAJ_RUNNING, TRAJ_STOPPING, TRAJ_DONE = 0, 1, 2, 3
-# result statuses
-SUCCEEDED, CANCELLED, PREEMPTED, ABORTED, REJECTED = 1, 2, 3, 4, 5
-# rejection / abort reasons (with a joint index where it applies)
-# (the same numbers as the R_* constants of intera_compat/ExecuteTrajectory's result)
-R_NONE, R_START_DEVIATION, R_INVALID, R_NOT_ENABLED, R_TOO_LONG, R_JOINT_COMMAND, R_NEWER_TRAJECTORY, \
-    R_ROBOT_DISABLED, R_FAULT, R_LIMITS, R_CLIENT_LOST, R_COLLISION, R_ZERO_G, R_SAFETY_STOP = range(14)
-# how the trajectory is tracked (ExecuteTrajectory's ``tracking``): its positions, velocities and
-# accelerations (inverse-dynamics feed-forward); positions and velocities only; velocities
-# v + kp·(q − measured) integrated into the setpoint
-TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY = 0, 1, 2
-MAX_KP = 100.0  # 1/s: a velocity-tracking gain beyond this is refused (at 1 kHz it would oscillate)
-END_SPEED = 1e-3  # rad/s: a trajectory's last point must be at rest (a stop along the path ends there)
-END_ACCEL = 1e-2  # rad/s²
-STATUS_NAMES = {SUCCEEDED: "SUCCEEDED", CANCELLED: "CANCELLED", PREEMPTED: "PREEMPTED", ABORTED: "ABORTED",
-                REJECTED: "REJECTED"}
-REASONS = {
-    R_NONE: "", R_START_DEVIATION: "the first point is too far from the current position or velocity",
-    R_INVALID: "the trajectory has non-finite values, times that do not increase, or a last point that still moves",
-    R_NOT_ENABLED: "the robot is not enabled", R_TOO_LONG: "the trajectory has more knots than the loop holds",
-    R_JOINT_COMMAND: "a JointCommand took over the arm", R_NEWER_TRAJECTORY: "replaced by a newer trajectory",
-    R_ROBOT_DISABLED: "the robot was disabled or stopped", R_FAULT: "the loop faulted",
-    R_LIMITS: "the trajectory (from where the arm is) exceeds the joint velocity or acceleration limits",
-    R_CLIENT_LOST: "its sender stopped sending keep-alives (process gone?): stopped on the path",
-    R_COLLISION: "a collision was detected: the arm stopped", R_ZERO_G: "zero-G was activated (cuff squeezed)",
-    R_SAFETY_STOP: "the safety E-stop was engaged: the arm holds its position",
-}
+from .base import SetpointSource
 
 
 class TrajectorySource(SetpointSource):

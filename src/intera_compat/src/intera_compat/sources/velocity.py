@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource, clamp, limit_steps
+from ..data.setpoint import Setpoint, clamp, limit_steps
+from ..data.state import HardwareState
+from .base import SetpointSource
 
 
 class VelocitySource(SetpointSource):

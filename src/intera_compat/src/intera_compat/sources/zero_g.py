@@ -5,8 +5,9 @@ arm holds where it was left; the next command (a streaming client still sending)
 """
 from __future__ import annotations
 
-from ..hardware.base import HardwareState
-from .base import Setpoint, SetpointSource
+from ..data.setpoint import Setpoint
+from ..data.state import HardwareState
+from .base import SetpointSource
 
 
 class ZeroGSource(SetpointSource):

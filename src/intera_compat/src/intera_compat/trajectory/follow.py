@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
 
-from ..sources.trajectory import TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY
+from ..data.codes import TRACK_FEEDFORWARD, TRACK_POSITION, TRACK_VELOCITY
 from .spline import cubic_peak_acceleration
 
 # control_msgs/FollowJointTrajectoryResult error codes

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import RobotConfig
-from ..loop.channel import Channel
-from ..loop.layouts import (MSG_ARM_RESULT, MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT,
-                            MSG_TRAJ_SCALING)
-from ..safety.faults import describe
-from ..sources.trajectory import (END_ACCEL, END_SPEED, MAX_KP, R_FAULT, REASONS, STATUS_NAMES, TRACK_FEEDFORWARD,
-                                  TRACK_POSITION, TRACK_VELOCITY)
-from .spline import limit_violation
+from ..data.codes import (END_ACCEL, END_SPEED, MAX_KP, REASONS, R_FAULT, STATUS_NAMES, TRACK_FEEDFORWARD,
+                          TRACK_POSITION, TRACK_VELOCITY)
+from ..data.faults import describe
+from ..trajectory.spline import limit_violation
+from .channel import Channel
+from .layouts import MSG_ARM_RESULT, MSG_FAULT, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING
 
 
 class TrajectoryError(ValueError):

@@ -14,9 +14,10 @@ from ..config import RobotConfig
 from ..control.base import ControlLaw
 from ..control.direct import DirectLaw
 from ..control.inverse_dynamics import InverseDynamicsLaw
+from ..data.codes import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
+from ..data.state import Capability, CommandMode, HardwareCommand
+from ..hardware.base import Backend
 from ..model.robot_model import RobotModel
-from ..loop.layouts import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
-from .base import Backend, Capability, CommandMode, HardwareCommand
 
 _MODE_NAMES = {POSITION_MODE: "POSITION_MODE", VELOCITY_MODE: "VELOCITY_MODE", TORQUE_MODE: "TORQUE_MODE",
                TRAJECTORY_MODE: "TRAJECTORY_MODE"}
