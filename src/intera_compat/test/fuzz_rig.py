@@ -40,7 +40,8 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
 * ``springback``: when the brakes or the E-stop latch take a moving arm (a disable, a stop, a fault, the latch on),
   no joint that moved faster than ``SPRING_SPEED`` runs back from the furthest point it reached along that motion by
   more than ``SPRING_SLACK`` (brakes bite and slip, they do not spring back) — until the next operation but a
-  ``run``, a push or a squeeze (moved from outside), or a collision hold (which stops dead by design);
+  ``run``, a push, a squeeze or a touch of the table (moved from outside: an arm braking into a table bounces off
+  it, on any robot), or a collision hold (which stops dead by design);
 * ``goal``: a whole trajectory runs with a moving reference only if its execute was sent after the last override
   or stop event (stop, disable, fault, E-stop latch on/off, collision hold begin/end, cuff squeeze/release, reset).
 """
@@ -504,8 +505,8 @@ class FuzzRig:
             self.rest_q = None
             self.rev = None
             self.spring = None
-        if hold or not braked:
-            self.spring = None
+        if hold or not braked or self.L.backend.d.ncon:
+            self.spring = None  # (touching something — the table — the arm is moved from outside: it may bounce)
         # permission: a command the loop executed while the robot was active, no latch, no zero-G
         if s.commands[0] > was["commands"] and self._active() and not self.latched and not self.squeezed:
             self.permitted = True
