@@ -7,7 +7,7 @@ from intera_compat.config import load_config
 from intera_compat.data import codes as T
 from intera_compat.data.state import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_NONE, Capability
 from intera_compat.hardware.sim import SimBackend
-from intera_compat.loop.cycle import PACE_MAX
+from intera_compat.loop.forwarding import PACE_MAX
 from intera_compat.loop.offline import OfflineLoop
 from intera_compat.model.robot_model import RobotModel
 
@@ -133,7 +133,7 @@ def test_a_replacement_starts_on_the_arms_new_time_not_the_old_pace():
     for _ in range(600):
         L.step()
     t = L.cycle.trajectory
-    assert L.cycle._pace > 2.0  # (catching up)
+    assert L.cycle.forwarder.pace > 2.0  # (catching up)
     tid = L.trajectories.execute([0.5, 2.5], [L.cycle.sp.q[:7].copy(), q0])
     last = 0.0
     for _ in range(200):

@@ -5,7 +5,7 @@
 * ``velocity`` → velocity with position feedback (TORQUE_MODE refused).
 Trajectory-only backends (waypoint controllers, a FollowJointTrajectory controller) have no streaming path:
 JointCommands are refused for them (but POSITION_MODE on an arm that takes single waypoints: its target goes as
-one), and the loop hands them whole trajectories (``LoopCycle._forward``); the position path only keeps the loop's
+one), and the loop hands them whole trajectories (``forwarding.Forwarder``); the position path only keeps the loop's
 reference.
 """
 from __future__ import annotations

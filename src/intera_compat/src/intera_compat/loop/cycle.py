@@ -21,11 +21,10 @@ import numpy as np
 from ..config import RobotConfig
 from ..control.interaction import CartesianAdmittance, CartesianImpedance, InteractionLimits, InteractionParams
 from ..data.codes import (ARM_RESULT_ENABLED, ARM_WHILE_DISABLED, POSITION_MODE, R_COLLISION, R_FAULT, R_NONE,
-                          R_SAFETY_STOP, R_ZERO_G, SUCCEEDED, TORQUE_MODE, TRAJECTORY_MODE, TRAJ_DONE, TRAJ_RUNNING,
-                          TRAJ_STOPPING, VELOCITY_MODE)
-from ..data.faults import FAULT_CONTROLLER_ERROR
+                          R_SAFETY_STOP, R_ZERO_G, TORQUE_MODE, TRAJECTORY_MODE, TRAJ_RUNNING, TRAJ_STOPPING,
+                          VELOCITY_MODE)
 from ..data.setpoint import Setpoint
-from ..data.state import PROGRESS_ACTIVE, Capability, HardwareState
+from ..data.state import Capability, HardwareState
 from ..hardware.base import Backend
 from ..model.robot_model import RobotModel
 from ..safety.base import SafetyChain, SafetyContext
@@ -48,6 +47,7 @@ from .adapter import make_adapter
 from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
+from .forwarding import Forwarder
 from .layouts import (MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP,
                       MSG_FAULT, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP, MSG_SIM_FAULT, MSG_SIM_WRENCH,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
@@ -55,9 +55,6 @@ from .layouts import (MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS, MSG_COMMAND, 
                       SUPPRESS_KEYS)
 
 TIMEOUT_RANGE = (0.0, 1.0)
-FORWARD_LAG = 1.0  # s a trajectory-only arm may run behind the loop's reference (its controller's feedback)
-PACE_TAU = 0.1  # s: the reference of a paced arm (Backend.paced) runs at 1 this far behind the arm, stops level with it
-PACE_MAX = 10.0  # ... and up to this many times faster (within the joints' limits) when the arm is further ahead
 # rad: a safety-chain cut this large while an arm's force mode moves axes of its own stops that (``_rebase_admitted``;
 # smaller ones are the chain's shaping of an arm in motion)
 FORCE_MODE_CUT = 0.01
@@ -189,17 +186,9 @@ class LoopCycle:
         self._cartesian_on = False  # the command's force-mode / freedrive rows are set
         self._no_interaction = (*self._measured_handover, self.torque)
         self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
-        # a trajectory-only arm is handed each whole trajectory the trajectory source starts (``_forward``)
-        self._forwarding = sup(Capability.TRAJECTORY_ONLY)
-        self._paced = self._forwarding and backend.paced  # the reference follows the arm's own timing
-        self._pace = 1.0
-        if self._paced:
-            self.trajectory.speed_max = PACE_MAX
-        self._waypoints = self._forwarding and sup(Capability.WAYPOINT)  # POSITION targets go as single waypoints
-        self._wp_speed = np.zeros(cfg.n_arm)
-        self._waypoint_out = False  # a POSITION target went to the arm as a waypoint (cancelled when it stops driving)
-        self._forwarded = 0.0  # the id of the trajectory the arm runs (0: none)
-        self._forward_stopping = False
+        # a trajectory-only arm is handed each whole trajectory the trajectory source starts (loop/forwarding.py)
+        self.forwarder = Forwarder(backend, self.trajectory, self.position) if sup(Capability.TRAJECTORY_ONLY) \
+            else None
         self._backend_active = None  # the first cycle tells the backend the robot's state
         self._arm_ready = True  # Backend.ready(): the arm executes commands (an arm being powered up does not)
         # the E-stop button is pressed while either is: the robot's own (/robot/sim/set_estop) or the arm's hardware
@@ -698,56 +687,8 @@ class LoopCycle:
         else:
             self.backend.disable()
 
-    def _forward(self) -> None:
-        """A trajectory-only arm: a trajectory the source starts goes to the arm whole (the source keeps playing
-        it on the same time base: the reference the monitors compare the arm with); its stop (a cancel) and
-        its end by anything else (preemption, a fault, a disable) stop the arm's; an arm that runs more than
-        ``FORWARD_LAG`` behind the reference by its controller's feedback is a controller error. The arm's
-        controller runs on its own clock (the UR driver's scaled controller follows its speed slider as the loop
-        does): a sender's time scaling below 1 or the operator's speed override below 1 (a pause) stops the
-        motion instead. A paced arm (a Cobot's PLC, which times the motion itself) sets the reference's pace
-        instead: it follows the arm (``PACE_TAU`` behind at full speed), never runs ahead of it, and catches up
-        (up to ``PACE_MAX`` × its speed, within the joints' limits) with an arm ahead of it — a PLC honours no hold
-        or slow part of the timing (the source's ``time_cap``: its braking never passes the arm); the arm's time
-        reaches the end only once the arm is done there, so the trajectory ends then. An arm that takes single
-        waypoints gets the POSITION source's target as one."""
-        t = self.trajectory
-        running = self.robot_active and self.arbiter.active is t and t.state in (TRAJ_RUNNING, TRAJ_STOPPING)
-        if running and t.traj_id != self._forwarded:
-            tr, k = t.traj, t.traj.k
-            self._forwarded, self._forward_stopping = t.traj_id, False
-            if not self.backend.submit(tr.t[:k], tr.q[:k], tr.v[:k], tr.a[:k], tr.order):
-                t.deactivate(R_FAULT)
-        if running and t.state == TRAJ_RUNNING:
-            if t.scaling < 1.0 or self.ch.control.local.speed_override[0] < 1.0:
-                t.cancel(0.0)  # the arm's controller keeps its own clock: a slowed or paused time base is a stop
-            state, arm_time = self.backend.progress()
-            if self._paced:  # (the arm times its motion itself: the reference follows it, ahead or behind)
-                active = state == PROGRESS_ACTIVE
-                self._pace = min(max((arm_time - t.time) / PACE_TAU, 0.0), PACE_MAX) if active else 1.0
-                t.time_cap = arm_time if active else np.inf  # (a fast catch-up's braking never passes the arm)
-            elif state == PROGRESS_ACTIVE and t.time - arm_time > FORWARD_LAG:  # (no feedback at all: arm_time 0)
-                self._fault(FAULT_CONTROLLER_ERROR, -1)  # the arm's controller runs behind the reference
-                return
-        if running and t.state == TRAJ_STOPPING and not self._forward_stopping:
-            self._forward_stopping = True
-            self.backend.cancel()
-        elif not running and self._forwarded:
-            if not (t.state == TRAJ_DONE and t.last_status == SUCCEEDED):
-                self.backend.cancel()
-            self._forwarded = 0.0
-        if not running:
-            self._pace, t.time_cap = 1.0, np.inf
-            if not self._waypoints:
-                return
-            if self.robot_active and self.arbiter.active is self.position:
-                it = self.position.interp  # (at the loop's own speed: the ratio × the joints' limits)
-                np.multiply(it.vmax, max(it.ratio, 0.0), out=self._wp_speed)
-                self.backend.waypoint(it.target, self._wp_speed)
-                self._waypoint_out = True
-            elif self._waypoint_out:  # the POSITION source no longer drives the arm (an override, a hold, the
-                self._waypoint_out = False  # brakes, another mode): the arm's controller drops the point it was
-                self.backend.cancel()  # given and brakes — it must not run on to it under a latch
+    def _pace(self) -> float:
+        return 1.0 if self.forwarder is None else self.forwarder.pace
 
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: the brakes take the arm now, from its measured state (an arm the
@@ -768,7 +709,7 @@ class LoopCycle:
         self.backend.read(hw)
         # the time base's factor: the backend's (UR slider, Cobot progress) × the operator's override (0..1,
         # validated by the listener)
-        self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0) * self._pace
+        self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0) * self._pace()
                                  * self.ch.control.local.speed_override[0])
         ready = self.backend.ready()
         if ready != self._arm_ready:
@@ -798,7 +739,7 @@ class LoopCycle:
             self.counts["timeouts"] += 1
         if self._own_brakes and arb.active is self.brake:
             self.brake.activate(sp, hw, now)
-        elif self._forwarding and arb.active is self.hold:  # (a trajectory-only arm's controller holds it wherever
+        elif self.forwarder is not None and arb.active is self.hold:  # (a trajectory-only arm's controller holds it wherever
             self.hold.activate(sp, hw, now)  # it stopped — after a cancel, an abort, a reconnect: so does the loop)
         code = arb.update(now, hw, sp, active)
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
@@ -838,8 +779,10 @@ class LoopCycle:
             self._fault(code, joint)
         if self.robot_wanted != self._backend_active:
             self._robot_edge()
-        if self._forwarding:
-            self._forward()
+        if self.forwarder is not None:
+            code = self.forwarder.step(self.arbiter.active, self.robot_active, self.ch.control.local.speed_override[0])
+            if code:
+                self._fault(code, -1)
         self.adapter.write()
         self._results()
         self._publish(now)
