@@ -9,7 +9,7 @@ a POSITION stream (a 0.3-0.4 rad move, re-sent every 10 cycles; the arm is there
 cycles uncounted, then N2 - N1 counted, and the count is reported per cycle: (I(N2) - I(N1)) / (N2 - N1), the
 issue's measure with the start-up and the stream's first cycles left out: POSITION 100..600 (the arm on its way),
 TRAJECTORY 500..1000 (as cycle_bench, which drops its first 500: the stream's first ~390 cycles, joint_limits
-shapes the reference up to the stream's speed, at ~400 k instructions more a cycle).
+shapes the reference up to the stream's speed, at ~370 k instructions more a cycle).
 Counted are the calls of ``LoopCycle.step`` alone: each goes through a ctypes call (``PyObject_CallNoArgs``), and
 callgrind collects only inside libffi's ``ffi_call`` (``--collect-atstart=no --toggle-collect=ffi_call``; the
 cycle makes no ctypes call of its own). That adds ~650 instructions of call overhead a cycle (0.1 %); the
