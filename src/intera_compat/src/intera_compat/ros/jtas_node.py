@@ -42,7 +42,7 @@ STOP_WAIT = 5.0  # s to wait for the arm to stop on its path after a cancel
 JOINT_STATE_WAIT = 1.0  # s: joint states older than this do not tell where the arm is (at least 3 periods)
 REST_SPEED = 0.01  # rad/s: the loop's setpoint counts as at rest below this on every joint — within the loop's start
 # tolerance (0.05 rad/s), above a TRACK_VELOCITY goal's held correction (kp (q_ref - q): 1.3e-3 rad/s seen at rest)
-REST_WAIT = 2.0  # s of robot time a goal starting where the arm is waits for the arm to come to rest
+REST_WAIT = 5.0  # s of robot time a goal starting where the arm is waits for the arm to come to rest
 
 # the loop's reasons that end a goal, as FollowJointTrajectory error codes
 _INVALID = (ExecuteTrajectoryResult.R_START_DEVIATION, ExecuteTrajectoryResult.R_INVALID,
