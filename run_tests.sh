@@ -7,8 +7,9 @@ cd "$(dirname "$0")"
 ROS_HOME="$(mktemp -d)"; export ROS_HOME
 trap 'rm -rf "$ROS_HOME"' EXIT
 unset ROS_IP
-# INTERA_TEST_WORKERS=N runs N pytest-xdist workers (a module's — a class's — tests stay on one, which starts its
-# robot once; each worker has its own rosmaster and its emulators their own loopback address). The default is this
-# process alone: on 2 cores two workers' robot stacks beside a CPU hog starve each other's 1 kHz loops (measured:
-# link-loss faults of the ros_control fake and the Cobot's lifebit; docs/testing.md)
-python -m pytest -q -rfEs -n "${INTERA_TEST_WORKERS:-0}" --dist loadscope "$@"  # (-rfEs: failures, errors, skips)
+# Two pytest-xdist workers with a role each (src/intera_compat/test/worker_roles.py, docs/testing.md): the first
+# runs every test that starts a wall-time robot stack, one at a time, its processes favoured by the scheduler; the
+# other the pure core's, the offline loop's and the simulated-time fixture's. INTERA_TEST_WORKERS=0: this process
+# alone. Bytecode is kept (the environment may say not to): every node of every launch imports the package again.
+unset PYTHONDONTWRITEBYTECODE
+python -m pytest -q -rfEs -n "${INTERA_TEST_WORKERS:-2}" --dist loadgroup "$@"  # (-rfEs: failures, errors, skips)

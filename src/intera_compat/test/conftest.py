@@ -54,12 +54,67 @@ def pytest_sessionfinish(session, exitstatus):
         session.config.stash[LEFT_THREADS] = int(session.exitstatus)
 
 
+# ---- two workers with a role each (worker_roles): the stack worker runs every test that starts a wall-time robot
+# stack, one at a time, the other the rest; each in a cpu cgroup of its own, the stack worker's processes first
+WORKER_CGROUP = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is not None and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        import worker_roles
+        shares = worker_roles.shares(worker)
+        path = worker_roles.favour_this_process(shares) if shares > 0 else None
+        if path is not None:
+            config.stash[WORKER_CGROUP] = path
+
+
+@pytest.hookimpl(tryfirst=True)  # (before xdist's own DSession, which answers for --dist loadgroup too)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: each test on a worker of its role (``worker_roles.RoleScheduling``)."""
+    if config.getvalue("dist") == "loadgroup":
+        import worker_roles
+        return worker_roles.RoleScheduling(config, log)
+    return None
+
+
 def pytest_unconfigure(config):
+    path = config.stash.get(WORKER_CGROUP, None)
+    if path is not None:
+        import worker_roles
+        worker_roles.leave(path)
     status = config.stash.get(LEFT_THREADS, None)
     if status is not None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+
+
+def _latched_topics() -> set:
+    """The topics this process publishes latched (none before rospy is in use)."""
+    rospy = sys.modules.get("rospy")
+    if rospy is None:
+        return set()
+    tm = rospy.topics.get_topic_manager()
+    with tm.lock:
+        return {name for name, impl in tm.pubs.items() if impl.is_latch}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A latched publisher a test made goes with the test, passed or failed: its last message would reach every node
+    of every later launch in this process (a test failing between a latched speed_override 0 and its 1 paused every
+    later robot of its worker: 30 failures after one)."""
+    before = _latched_topics()
+    yield
+    left = _latched_topics() - before
+    if left:
+        import rospy
+        from rospy.impl.registration import Registration
+        tm = rospy.topics.get_topic_manager()
+        for name in left:
+            while tm.get_publisher_impl(name) is not None:  # (every Publisher the test made of it)
+                tm.release_impl(Registration.PUB, name)
 
 
 @pytest.fixture
@@ -85,8 +140,11 @@ def sim_home(sim_shared):
 
 # every backend's launch line (no_rt: the tests share two cores with it); the Limb-level node tests run against each
 # the UR and Cobot emulators serve on the controller's fixed ports (RTDE 30004, dashboard 29999, script 30003; OPC UA
-# 4840): each pytest-xdist worker's on a loopback address of its own (test_deadman's own tests use 127.0.32.2)
-EMULATOR_HOST = f"127.0.{40 + int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0')[2:] or 0)}.1"
+# 4840): each pytest-xdist worker's on a loopback address of its own, 127.0.(40 + worker).(the run's number), so that
+# another run on the machine (another checkout's, a test run by hand) never takes them (test_deadman's own tests use
+# 127.0.32.2). The run's number is set once, by the process that starts the workers (they inherit it).
+_RUN = int(os.environ.setdefault("INTERA_TEST_RUN", str(1 + os.getpid() % 250)))
+EMULATOR_HOST = f"127.0.{40 + int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0')[2:] or 0)}.{_RUN}"
 ROBOT_LAUNCHES = {
     "sim": ("sawyer_sim.launch",),
     # the MuJoCo arm behind gazebo_ros_control's interface, at 50 Hz: 3 periods = 60 ms of link timeout (the Python
