@@ -100,14 +100,13 @@ class RoleScheduling(LoadScopeScheduling):
             self._reschedule(node)
 
     def _reschedule(self, node) -> None:
-        if node.shutting_down:
-            return
-        if self._choice(node) is None:
-            node.shutdown()  # (after what it has: nothing more for it will come)
-            return
-        if self._pending_of(self.assigned_work[node]) > 2:
-            return
-        self._assign_work_unit(node)
+        """Units until the worker holds more than 2 tests (it runs a test once it knows the next one, or has been
+        told to shut down: a unit of one test alone would wait for ever), or its shutdown when none is left."""
+        while not node.shutting_down and self._pending_of(self.assigned_work[node]) <= 2:
+            if self._choice(node) is None:
+                node.shutdown()  # (after what it has: nothing more for it will come)
+                return
+            self._assign_work_unit(node)
 
 
 # ---- the workers' priority -------------------------------------------------------------------------------------
