@@ -225,6 +225,7 @@ def joint_trajectory_file_playback(ctx: Ctx) -> str:
 def joint_position_keyboard(ctx: Ctx) -> str:
     kb = ctx.start(EX, "joint_position_keyboard.py", keys=True)
     ctx.printed(kb, "Press ? for help")
+    ctx.heard(kb, "/sdk_joint_position_keyboard", "/robot/limb/right/joint_command")
     j0 = ctx.q()[0]
     kb.key("1")  # right_j0 +0.1 rad
     if not ctx.wait_until(lambda: ctx.q()[0] > j0 + 0.08, 10.0):

@@ -186,6 +186,25 @@ class Ctx:
         if not wait_printed(s, text, wall):
             raise CaseFailed(f"{s.name} did not print {text!r}:\n{s.tail()}")
 
+    def heard(self, s: Script, node: str, topic: str, wall: float = 60.0) -> None:
+        """Until ``node`` (the script's) has a subscriber connected on ``topic`` (its publisher's side of the
+        connection, from the node's bus info): a message it publishes before that is lost, on a real robot too, and
+        a script that sends one message a key press (joint_position_keyboard) would have pressed in vain."""
+        import xmlrpc.client
+
+        import rosgraph
+        master = rosgraph.Master(rospy.get_name())
+        end = time.monotonic() + wall
+        while time.monotonic() < end and s.running():
+            try:
+                code, _, links = xmlrpc.client.ServerProxy(master.lookupNode(node)).getBusInfo(rospy.get_name())
+                if code == 1 and any(c[2] == "o" and c[4] == topic and c[5] for c in links):
+                    return
+            except (rosgraph.MasterError, OSError, xmlrpc.client.Error):
+                pass  # (not registered yet, or between its registration and its server's start)
+            time.sleep(0.05)
+        raise CaseFailed(f"{s.name}: no subscriber connected to {node}'s {topic}:\n{s.tail()}")
+
     def close_scripts(self) -> None:
         for s in self._scripts:
             s.close()

@@ -181,6 +181,42 @@ def fill_derivatives(t, q, v, a, amax=None):
     return t, q, v, None
 
 
+HOLD_SAME = 1e-6  # rad: a first segment whose second point is this near its first (every joint) holds the arm
+HOLD_LEFT = 0.01  # s of a hold never taken off it (the points' times stay strictly increasing)
+HOLD_SPEED = 0.1  # rad/s: a shortened hold brings the arm to its second point at this average speed at most
+
+
+def first_hold(points, start) -> float:
+    """How long a goal holds its first point before it moves, of which a wait for the arm to rest may be taken:
+    a first point at t = 0 that the second repeats, no velocity or acceleration given at either — the SDK's "command
+    the current position first" (joint_trajectory_client.py: 1 s) — holds until the second; less what it needs to
+    bring the arm from ``start`` (where it is, the goal's joint order: the first point is taken as there) to the
+    second point at an average ``HOLD_SPEED``, and less ``HOLD_LEFT``. 0 for any other goal (its first segment moves
+    on the client's timing). ``points``: the goal's (``Point``)."""
+    if len(points) < 2 or points[0].time != 0.0 or len(points[0].positions) != len(points[1].positions):
+        return 0.0
+    a, b = np.asarray(points[0].positions, float), np.asarray(points[1].positions, float)
+    if a.shape != np.shape(start) or np.abs(a - b).max(initial=0.0) > HOLD_SAME:
+        return 0.0
+    if any(np.any(f) for p in points[:2] for f in (p.velocities, p.accelerations)):
+        return 0.0
+    return max(points[1].time - max(HOLD_LEFT, np.abs(b - start).max(initial=0.0) / HOLD_SPEED), 0.0)
+
+
+def rest_wait_lateness(stamp: float, waited: float, now: float) -> float:
+    """How far a wait of ``waited`` s (robot time, ending ``now``) for the arm to rest pushed a goal's start past its
+    start time (``stamp``; 0: its arrival, so all of the wait)."""
+    return waited if stamp <= 0.0 else max(0.0, min(waited, now - stamp))
+
+
+def after_hold(points, start, late: float) -> list:
+    """``points`` (``Point``) with as much of ``late`` as their first hold can take (``first_hold``) taken off that
+    hold: the points after it keep the client's times (the SDK's scripts wait for their results on them)."""
+    held = min(late, first_hold(points, start))
+    return [p if k == 0 or held == 0.0 else Point(p.time - held, p.positions, p.velocities, p.accelerations)
+            for k, p in enumerate(points)]
+
+
 def prepare(names, points, limb_joints, current, mode: str, params: dict, path_tolerance=(), goal_tolerance=(),
             goal_time_tolerance: float = 0.0, accel_limits=None) -> FollowPlan:
     """Validate a goal and build its plan; ``current`` are the limb's measured positions and ``accel_limits``
