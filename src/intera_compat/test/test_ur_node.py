@@ -404,7 +404,10 @@ def test_the_torque_interface_on_a_controller_with_direct_torque(launch):
     robot = enabled(_start_robot(launch, "ur", "interface:=torque", "version:=5.26.0"))
     client, js, state = next(robot)
     tip = Latest("/robot/limb/right/endpoint_state", EndpointState)
-    assert wait_for(lambda: tip.msg is not None, 10) and "motion torque" in dashboard("emulator mode")[0]
+    assert wait_for(lambda: tip.msg is not None, 10)
+    # (the arm holds until the enabled loop's first directTorque reaches the controller)
+    assert wait_for(lambda: "motion torque" in dashboard("emulator mode")[0], 60, period=0.2), dashboard(
+        "emulator mode")[0]
     q0 = arm_positions(js)
     dq = np.array([0.4, -0.2, 0.2, 0.3, -0.3, 0.5])
     client.send_goal(goal(q0, dq, 3.0))

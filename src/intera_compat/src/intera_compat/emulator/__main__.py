@@ -8,6 +8,7 @@ import argparse
 import signal
 import threading
 
+from ..loop.scheduler import raise_priority
 from .dashboard_server import DashboardServer
 from .rtde_server import RTDEServer
 from .script_server import ScriptServer
@@ -22,6 +23,7 @@ def main(argv=None) -> None:
     ap.add_argument("--version", default="", help="the PolyScope version it reports, e.g. 5.26.0 (default 5.11.1: "
                     "no direct torque)")
     args = ap.parse_args(argv)
+    raise_priority()  # (it stands in for a controller with a CPU of its own; its threads inherit it)
     version = tuple(int(x) for x in args.version.split(".")) if args.version else VERSION
     controller = URController(args.config, version=version)
     controller.start()

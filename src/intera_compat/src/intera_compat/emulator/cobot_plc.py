@@ -51,7 +51,7 @@ import numpy as np
 from asyncua import Server, ua
 from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError
 
-from ..loop.scheduler import sleep_until_next
+from ..loop.scheduler import raise_priority, sleep_until_next
 from .emulated_arm import EmulatedArm
 
 NAMESPACE = "urn:intera_compat:cobot_plc"
@@ -419,6 +419,7 @@ def main(argv=None) -> None:
     ap.add_argument("--lifebit-timeout", type=float, default=LIFEBIT_TIMEOUT,
                     help="s without a change of Robot.Lifebit before a motion stops (0: no watch)")
     args = ap.parse_args(argv)
+    raise_priority()  # (it stands in for a PLC with a CPU of its own; its threads inherit it)
     plc = CobotPLC(args.config, lifebit_timeout=args.lifebit_timeout)
     plc.start()
     server = PLCServer(plc, args.endpoint)

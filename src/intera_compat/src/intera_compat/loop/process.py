@@ -27,7 +27,7 @@ from ..model.robot_model import RobotModel
 from .channel import Channel
 from .cycle import LoopCycle
 from .layouts import HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ
-from .scheduler import Scheduler, die_with_parent, hold_idle_latency, setup_realtime
+from .scheduler import Scheduler, die_with_parent, hold_idle_latency, raise_priority, setup_realtime
 
 LATE_US = 100.0
 
@@ -166,7 +166,7 @@ def serve(args, cfg, rm, ch, backend, stop: StopRequest) -> int:
         stats.idle_poll[0] = idle_fd is not None
     else:
         why = "--no-rt" if realtime else "sim time / speedup"
-        info = {"cpu": -1, "fifo": False, "message": f"realtime scheduling off ({why})"}
+        info = {"cpu": -1, "fifo": False, "message": f"realtime scheduling off ({why}), {raise_priority()}"}
     try:
         stats.rt_fifo[0] = info["fifo"]
         stats.rt_cpu[0] = info["cpu"]

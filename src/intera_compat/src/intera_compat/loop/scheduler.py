@@ -52,6 +52,23 @@ def setup_realtime(cpu: int | None = None, priority: int = 50) -> dict:
     return got
 
 
+TIMED_NICE = -10  # the niceness of a process that keeps time without SCHED_FIFO (the loop, a stand-in controller)
+
+
+def raise_priority(nice: int = TIMED_NICE) -> str:
+    """Without realtime scheduling, the next best thing for a process that keeps a robot's time: this process (every
+    thread of it) at ``nice``, where the caller may (root, or CAP_SYS_NICE); what it got. Nice values count among the
+    processes of one scheduling group — in a cpu cgroup of their own (the test suite's workers, a container) or in
+    one session — while the kernel's autogroups share the CPU between sessions whatever their nice values."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+        for tid in os.listdir("/proc/self/task"):  # (threads started before this: their own nice values)
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+        return f"nice {nice}"
+    except OSError as e:
+        return f"nice {nice} refused ({e.strerror})"
+
+
 def hold_idle_latency(us: int) -> tuple[int | None, str]:
     """Ask the kernel for at most ``us`` µs of idle exit latency (0: poll, never halt) via
     ``/dev/cpu_dma_latency``; returns (fd to keep open, message). ``us < 0`` leaves it alone."""

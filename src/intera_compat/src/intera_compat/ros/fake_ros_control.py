@@ -39,7 +39,7 @@ from ..config import load_config
 from ..data.state import CommandMode, HardwareCommand, HardwareState
 from ..hardware.ros_control import RosControlSettings
 from ..hardware.sim import SimBackend, SimPositionBackend
-from ..loop.scheduler import sleep_until_next
+from ..loop.scheduler import raise_priority, sleep_until_next
 from ..model.robot_model import RobotModel
 
 
@@ -300,6 +300,7 @@ class FakeTrajectoryController:
 
 
 def main() -> None:
+    raise_priority()  # (it stands in for an arm's controller with a CPU of its own; its threads inherit it)
     rospy.init_node("fake_ros_control")
     try:
         FakeRosControl()
