@@ -147,8 +147,8 @@ _RUN = int(os.environ.setdefault("INTERA_TEST_RUN", str(1 + os.getpid() % 250)))
 EMULATOR_HOST = f"127.0.{40 + int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0')[2:] or 0)}.{_RUN}"
 ROBOT_LAUNCHES = {
     "sim": ("sawyer_sim.launch",),
-    # the MuJoCo arm behind gazebo_ros_control's interface, at 50 Hz: 3 periods = 60 ms of link timeout (the Python
-    # fake stalls beyond 15 ms on a loaded 2-core VM)
+    # the MuJoCo arm behind gazebo_ros_control's interface, at 50 Hz (the Python fake at the config's 200 Hz would keep
+    # most of a core busy)
     "ros_control": ("ros_control.launch", "fake:=true", "rate:=50"),
     # a 6-axis arm (UR5e figures) behind the same interface: right_j0..right_j5, no head
     "ur5e": ("ros_control.launch", "fake:=true", "rate:=50", "arm:=ur5e"),

@@ -174,9 +174,11 @@ def test_a_lost_link_stops_the_robot_and_nothing_moves_on_reconnect_until_reset_
         L.send(VELOCITY_MODE, CFG.joint_names, velocity=[0, 0, 0, -0.5, 0, 0, 0])
         L.step()
     arm.silent = True
-    for _ in range(3):
+    quiet = int(backend.link_timeout / L.dt)  # (ros_control.link_timeout: 0.1 s, 20 of the arm's periods)
+    assert backend.link_timeout == pytest.approx(0.1)
+    for _ in range(quiet - 1):
         L.step()
-    assert L.state.local.fault_code[0] == 0  # 3 periods: not yet
+    assert L.state.local.fault_code[0] == 0  # not yet
     for _ in range(3):
         L.step()
     st = L.state.local

@@ -179,28 +179,34 @@ def test_a_noisy_100_hz_recording_is_played_through_fewer_points_within_the_limi
     assert len(sparse.t) == 4
 
 
-def test_a_wait_for_rest_is_taken_off_a_first_hold_so_that_the_later_points_keep_the_clients_times():
+def test_a_late_start_is_taken_off_a_first_hold_so_that_the_later_points_keep_the_clients_times():
     """joint_trajectory_client.py: the current angles at t = 0 and 1 s, then the motion, its result awaited for the
-    trajectory's duration (19 s) from the send: the JTAS's wait for the arm to rest (0.3 s) comes off that hold — the
-    script cancelled a trajectory pushed 0.3 s late just short of its end. A first segment that moves keeps its times
-    and moves with the wait; so does one whose hold is needed to bring the arm (which moved on meanwhile) to its
-    second point gently; a start time in the future that the wait did not reach is kept as it is."""
-    assert F.rest_wait_lateness(0.0, 0.3, 100.3) == 0.3  # unstamped: the whole wait
-    assert F.rest_wait_lateness(100.0, 0.3, 100.3) == pytest.approx(0.3)  # stamped "now"
-    assert F.rest_wait_lateness(100.2, 0.3, 100.3) == pytest.approx(0.1)  # the wait ran past its start by 0.1 s
-    assert F.rest_wait_lateness(101.0, 0.3, 100.3) == 0.0  # a start still to come: on time
+    trajectory's duration (19 s) from the send: a start late by the JTAS's wait for the arm to rest (0.3 s) or by the
+    goal's time in transit comes off that hold, as the SDK's server (sampling at now - stamp) keeps the schedule —
+    the script cancelled a trajectory pushed 0.07 s late just short of its end. A first segment that moves keeps its
+    times and moves with the wait; so does one whose hold is needed to bring the arm (which moved on meanwhile) to
+    its second point gently; a start time in the future that the wait did not reach is kept as it is."""
     script = pts([0.0, 1.0, 4.0], [Q0, Q0, Q0 + 0.2])
     near = Q0 + 0.005  # (the script read the angles within 0.0087 rad of neutral, the arm came to rest beyond)
     assert F.first_hold(script, Q0) == pytest.approx(1.0 - F.HOLD_LEFT)
-    assert F.first_hold(script, near) == pytest.approx(1.0 - 0.005 / F.HOLD_SPEED)
-    shifted = F.after_hold(script, near, 0.3)
-    assert [p.time for p in shifted] == pytest.approx([0.0, 0.7, 3.7])
-    assert [p.time for p in F.after_hold(script, near, 2.0)] == pytest.approx([0.0, 0.05, 3.05])  # all it can
-    p = plan(ARM, shifted, current=near)  # the JTAS's plan: from where the arm is, on the client's times after 1 s
+    hold = F.first_hold(script, near)
+    assert hold == pytest.approx(1.0 - 0.005 / F.HOLD_SPEED)
+    points, stamp = F.on_schedule(script, near, 0.0, 0.3, 100.3)  # unstamped: the wait held
+    assert [p.time for p in points] == pytest.approx([0.0, 0.7, 3.7]) and stamp == 0.0
+    points, stamp = F.on_schedule(script, near, 100.0, 0.3, 100.37)  # stamped "now", 0.07 s in transit, 0.3 waited
+    assert [p.time for p in points] == pytest.approx([0.0, 0.63, 3.63]) and stamp == pytest.approx(100.37)
+    points, stamp = F.on_schedule(script, near, 100.0, 0.0, 102.0)  # 2 s late: the hold takes what it can
+    assert [p.time for p in points] == pytest.approx([0.0, 1.0 - hold, 4.0 - hold])
+    assert stamp == pytest.approx(100.0 + hold)  # (the rest of it in transit: 'runs from now', said)
+    assert F.on_schedule(script, near, 101.0, 0.3, 100.3) == (script, 101.0)  # a start still to come: on time
+    points, stamp = F.on_schedule(script, near, 100.2, 0.3, 100.3)  # the wait ran past its start by 0.1 s
+    assert [p.time for p in points] == pytest.approx([0.0, 0.9, 3.9]) and stamp == pytest.approx(100.3)
+    p = plan(ARM, F.on_schedule(script, near, 100.0, 0.3, 100.3)[0], current=near)  # from where the arm is
     assert p.t[-1] == pytest.approx(3.7) and np.abs(p.q[1] - p.q[0]).max() / p.t[1] <= F.HOLD_SPEED
+    moving = pts([0.0, 1.0], [Q0, Q0 + 0.01])
+    assert F.on_schedule(moving, Q0, 100.0, 0.3, 100.37) == (moving, pytest.approx(100.3))  # moves with the wait
     far = Q0 + 0.15  # the arm moved on 0.15 rad after the client read its angles: the hold takes it there
-    assert F.first_hold(script, far) == 0.0 and F.after_hold(script, far, 0.3) == script
-    assert F.first_hold(pts([0.0, 1.0], [Q0, Q0 + 0.01]), Q0) == 0.0  # it moves at once
+    assert F.first_hold(script, far) == 0.0 and F.on_schedule(script, far, 0.0, 0.3, 100.3) == (script, 0.0)
     assert F.first_hold(pts([0.5, 1.0], [Q0, Q0]), Q0) == 0.0  # (a first point later than 0 is reached first)
     assert F.first_hold(pts([0.0, 1.0], [Q0, Q0], [np.zeros(7), np.full(7, 0.1)]), Q0) == 0.0
     assert F.first_hold(pts([0.0], [Q0]), Q0) == 0.0

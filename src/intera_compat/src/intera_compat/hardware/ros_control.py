@@ -15,7 +15,7 @@ node (``ros/ros_control_bridge.py``); the two halves share two seqlock records a
   same trajectory on the same (speed-scaled) time base for its monitors.
 
 The arm is the clock: the loop runs one cycle per joint-state sample (``wait``), at the period the config
-states. No sample for ``link_timeout_periods`` periods is a lost link (fault). While the robot is disabled or
+states. No sample for ``link_timeout`` s (at least 3 periods) is a lost link (fault). While the robot is disabled or
 stopped the loop sends nothing (``brake``): a position controller holds its last command, a velocity
 controller gets one zero command first; an effort controller is streamed throughout (the loop's brakes are
 torques). The controller (and so the capability) is chosen in config: ``ros_control.interface``.
@@ -64,7 +64,9 @@ class RosControlSettings:
     trajectory_action: str = "/pos_joint_traj_controller/follow_joint_trajectory"
     max_knots: int = 10000  # the most knots one forwarded trajectory carries (control.max_trajectory_knots)
     rate: float = 200.0  # Hz the arm publishes joint states at: the loop's rate
-    link_timeout_periods: float = 3.0  # no joint states for this many periods: the link is lost
+    # s without joint states: the link is lost (at least 3 periods). Joint states come over ROS topics: the jitter of a
+    # rospy hop on a loaded machine is tens of ms, and 3 periods of a 500 Hz arm (6 ms) would trip on it
+    link_timeout: float = 0.1
     joint_states: str = "/joint_states"
     command_topics: dict = field(default_factory=lambda: {
         "position": "/joint_group_position_controller/command",
@@ -100,8 +102,8 @@ class RosControlSettings:
             raise ValueError(f"{cfg.path}: ros_control.interface {s.interface!r}: use one of {', '.join(INTERFACES)}")
         if not (np.isfinite(s.rate) and 1.0 <= s.rate <= 1000.0):
             raise ValueError(f"{cfg.path}: ros_control.rate {s.rate} Hz: give 1..1000")
-        if not s.link_timeout_periods >= 1.0:
-            raise ValueError(f"{cfg.path}: ros_control.link_timeout_periods must be >= 1")
+        if not (isinstance(s.link_timeout, (int, float)) and np.isfinite(s.link_timeout) and s.link_timeout > 0.0):
+            raise ValueError(f"{cfg.path}: ros_control.link_timeout {s.link_timeout!r} s: give a positive number")
         if not (np.isfinite(s.stop_timeout) and s.stop_timeout > 0.0):
             raise ValueError(f"{cfg.path}: ros_control.stop_timeout {s.stop_timeout} s: give a positive number")
         for key, unit in (("hold_frequency", "Hz"), ("hold_damping", "")):
@@ -132,11 +134,16 @@ class RosControlSettings:
         return max(self.stop_timeout, 3.0 / self.rate)
 
     @property
+    def lost_after(self) -> float:
+        """s without joint states that mean a lost link: ``link_timeout``, but never less than 3 periods."""
+        return max(self.link_timeout, 3.0 / self.rate)
+
+    @property
     def stale_after(self) -> float:
         """s after which a joint-state sample is too old to hold an effort arm from (its hold then falls back to zero
         effort): the link timeout, but no less than ``silence`` (a hiccup of the arm's joint states must not drop
         the arm)."""
-        return max(self.link_timeout_periods / self.rate, self.silence)
+        return max(self.lost_after, self.silence)
 
     def effort_hold(self, rm) -> EffortHold:
         """The effort arm's dead-man hold on ``rm`` (a RobotModel of its own: the hold runs in its caller's thread)."""
@@ -215,7 +222,7 @@ class RosControlBackend(Backend):
         os.set_blocking(self.command_fd, False)
         self._drain = bytearray(256)
         self._poke = b"\x01"
-        self.link_timeout = s.link_timeout_periods * self.period
+        self.link_timeout = s.lost_after
         self._last_sample = -1.0
         self.monotonic = time.monotonic  # (tests put the arm's clock here)
         self._last_seen = 0.0  # monotonic() of the last new sample

@@ -68,7 +68,7 @@ TROUBLES = {
                   "./setup.sh, not --minimal (PyPI's cv-bridge shadows Debian's numpy-1.x build)"),
     "rt": ("realtime scheduling", "the loop's SCHED_FIFO / CPU pinning refused: it runs at normal priority (more "
            "late cycles)", "run as root, or give the user rtprio (limits.conf) / CAP_SYS_NICE; or launch with "
-           "no_rt:=true"),
+           "no_rt:=true (the loop then asks for nice -10 instead, granted to root or CAP_SYS_NICE)"),
     "host": ("ROS_HOSTNAME / ROS_IP", "does not resolve",
              "export ROS_HOSTNAME=127.0.0.1 (or a name other machines resolve)"),
     "no_host": ("ROS_HOSTNAME / ROS_IP", "unset: nodes advertise the machine's hostname",

@@ -178,8 +178,9 @@ class JointTrajectoryActionServer:
             p[name] = value
         return p
 
-    def _plan(self, goal, late: float = 0.0) -> F.FollowPlan:
-        """The goal's plan from where the arm is, ``late`` s after its start time (``F.after_hold``)."""
+    def _plan(self, goal, waited: float = 0.0) -> tuple[F.FollowPlan, float]:
+        """The goal's plan from where the arm is, started now after ``waited`` s for the arm to rest, and its start
+        time (``F.on_schedule``)."""
         traj = goal.trajectory
         if not self._wait_for_joint_states(self.joint_state_wait):
             raise F.GoalError(F.INVALID_GOAL, "no current joint states on /robot/joint_states: the arm's position "
@@ -187,13 +188,12 @@ class JointTrajectoryActionServer:
         q, _ = self._measured()
         points = [F.Point(p.time_from_start.to_sec(), p.positions, p.velocities, p.accelerations)
                   for p in traj.points]
-        if late > 0.0:
-            start = [q[self._index[n]] if n in self._index else np.nan for n in traj.joint_names]
-            points = F.after_hold(points, np.asarray(start, float), late)
+        start = np.array([q[self._index[n]] if n in self._index else np.nan for n in traj.joint_names])
+        points, stamp = F.on_schedule(points, start, traj.header.stamp.to_sec(), waited, rospy.get_time())
         tols = [[F.Tolerance(t.name, t.position, t.velocity) for t in tl]
                 for tl in (goal.path_tolerance, goal.goal_tolerance)]
         return F.prepare(traj.joint_names, points, self.joints, q, self.mode, self._params(), tols[0], tols[1],
-                         goal.goal_time_tolerance.to_sec(), self.cfg.limits.accel[:len(self.joints)])
+                         goal.goal_time_tolerance.to_sec(), self.cfg.limits.accel[:len(self.joints)]), stamp
 
     def _execute(self, goal) -> None:
         try:
@@ -202,16 +202,12 @@ class JointTrajectoryActionServer:
                 if self.server.is_preempt_requested():
                     self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
                     return
-                stamp = goal.trajectory.header.stamp.to_sec()
-                late = F.rest_wait_lateness(stamp, waited, rospy.get_time())
-                plan = self._plan(goal, late)
-                if stamp > 0.0:  # (its time base moves with the wait: a goal stamped "now" is not old for it)
-                    stamp += late
+                plan, stamp = self._plan(goal, waited)
                 later = stamp > rospy.get_time()
                 if not self._wait_for_start(stamp, plan.duration):
                     return
                 if later:  # checked again against where the arm is now (another client may have moved it)
-                    plan = self._plan(goal, late)
+                    plan, _ = self._plan(goal)
                 if self.server.is_preempt_requested():
                     self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
                     return

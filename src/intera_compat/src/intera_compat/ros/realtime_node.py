@@ -42,7 +42,7 @@ from ..loop.layouts import (MSG_ARM_REQUEST, MSG_BYPASS, MSG_CUFF, MSG_ENABLE, M
                             MSG_RESET, MSG_SAFETY_ESTOP, MSG_SIM_FAULT, MSG_SIM_WRENCH, MSG_STOP, MSG_SUPPRESS,
                             SUPPRESS_COLLISION_AVOIDANCE, SUPPRESS_CONTACT_SAFETY, SUPPRESS_CUFF, SUPPRESS_GRAVITY,
                             TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ)
-from ..loop.scheduler import keep_off_cpu, loop_cpu
+from ..loop.scheduler import keep_off_cpu, loop_cpu, raise_priority
 from ..model.robot_model import RobotModel
 from ..safety.collision_detection import CAUSES, OVER_WRENCH, SQUISH
 from .arm_services import ArmServices
@@ -664,7 +664,11 @@ class RealtimeLoopNode:
             self.bridge.close()
 
 
+LISTENER_NICE = -5  # the listener (and the ros_control bridge in it): after the loop (-10), before other nodes (0)
+
+
 def main():
+    raise_priority(LISTENER_NICE)
     rospy.init_node("realtime_loop")
     node = RealtimeLoopNode()
     rospy.on_shutdown(node.shutdown)

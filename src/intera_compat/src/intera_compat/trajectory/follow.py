@@ -203,16 +203,24 @@ def first_hold(points, start) -> float:
     return max(points[1].time - max(HOLD_LEFT, np.abs(b - start).max(initial=0.0) / HOLD_SPEED), 0.0)
 
 
-def rest_wait_lateness(stamp: float, waited: float, now: float) -> float:
-    """How far a wait of ``waited`` s (robot time, ending ``now``) for the arm to rest pushed a goal's start past its
-    start time (``stamp``; 0: its arrival, so all of the wait)."""
-    return waited if stamp <= 0.0 else max(0.0, min(waited, now - stamp))
+def on_schedule(points, start, stamp: float, waited: float, now: float) -> tuple[list, float]:
+    """A goal's ``points`` (``Point``) and start time (``stamp``; 0: on arrival) for a start ``now`` (robot time), after
+    a wait of ``waited`` s for the arm to rest: as much of its lateness (unstamped: the wait; else ``now`` past its
+    start time, its time in transit included) as its first hold can take (``first_hold`` from ``start``) comes off
+    that hold, so that the points after it keep the client's times — as the SDK's server, which samples a goal at
+    ``now - stamp``, keeps them (the SDK's scripts wait for their results on those times, joint_trajectory_client.py
+    for exactly the trajectory's duration). The start time returned moves with the rest of the wait (a goal stamped
+    "now" is not old for having waited); what is left late beyond that (in transit) is the caller's to tell."""
+    hold = first_hold(points, start)
+    if stamp <= 0.0:
+        return _held(points, min(waited, hold)), 0.0
+    late = max(0.0, now - stamp)
+    held = min(late, hold)
+    return _held(points, held), stamp + held + min(waited, late - held)
 
 
-def after_hold(points, start, late: float) -> list:
-    """``points`` (``Point``) with as much of ``late`` as their first hold can take (``first_hold``) taken off that
-    hold: the points after it keep the client's times (the SDK's scripts wait for their results on them)."""
-    held = min(late, first_hold(points, start))
+def _held(points, held: float) -> list:
+    """``points`` with ``held`` s taken off the first segment (the later points that much earlier)."""
     return [p if k == 0 or held == 0.0 else Point(p.time - held, p.positions, p.velocities, p.accelerations)
             for k, p in enumerate(points)]
 
