@@ -154,8 +154,10 @@ ROBOT_LAUNCHES = {
     "ur5e": ("ros_control.launch", "fake:=true", "rate:=50", "arm:=ur5e"),
     # a UR through ur_rtde (RTDE, dashboard, its control script) to the UR controller emulator on EMULATOR_HOST
     "ur": ("ur_emulator.launch", f"host:={EMULATOR_HOST}"),
-    # a waypoint-list Cobot (the generic 7-axis arm) through asyncua to the reference cobot PLC on EMULATOR_HOST
-    "cobot": ("cobot_emulator.launch", f"host:={EMULATOR_HOST}"),
+    # a waypoint-list Cobot (the generic 7-axis arm) through asyncua to the reference cobot PLC on EMULATOR_HOST; its
+    # lifebit watch at 0.5 s (0.2 s tripped while a launch's nodes started beside a CPU hog; test_deadman's own PLC
+    # keeps the 0.2 s)
+    "cobot": ("cobot_emulator.launch", f"host:={EMULATOR_HOST}", "lifebit_timeout:=0.5"),
 }
 ROBOT_JOINTS = {"sim": 7, "ros_control": 7, "ur5e": 6, "ur": 6, "cobot": 7}  # arm joints each backend's launch exposes
 ROBOT_ARMS = {"sim": "sawyer", "ros_control": "sawyer", "ur5e": "ur5e", "ur": "ur5e", "cobot": "cobot7"}  # configs
