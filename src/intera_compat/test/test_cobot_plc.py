@@ -33,3 +33,40 @@ def test_a_point_out_of_reach_of_the_planner_is_still_an_error():
     plc.points, plc.mode = [q + 0.1], MOVING
     plc._plan()
     assert plc.mode == ERROR and plc.error_code == 100
+
+
+def test_a_stall_of_the_plcs_own_server_is_no_silence_of_the_clients_lifebit():
+    """The lifebit's value reaches the watch through the server's reads (every PUBLISH_PERIOD). With the loop and the
+    emulator on one loaded machine the server stalled (a 0.5 s watch tripped 0.14 s into a motion on a client that
+    toggled on): time while it cannot read the value is not counted, before or after it reads again; a client that
+    really goes quiet is still stopped after the timeout of the time the PLC could see."""
+    from intera_compat.emulator.cobot_plc import FEED_STALL, LIFEBIT_ERROR, PUBLISH_PERIOD
+    plc = CobotPLC(lifebit_timeout=0.2)
+    clock = [0.0]
+    plc.clock = lambda: clock[0]
+
+    def at(t, value=None):  # the PLC's cycle at t, the server's read before it (value None: no read)
+        clock[0] = t
+        if value is not None:
+            plc.feed_lifebit(value)
+        plc.now = t
+        plc._watch_lifebit()
+    plc.mode = MOVING  # (a motion under way: the watch stops it)
+    bit, t = False, 0.0
+    for _ in range(10):  # a client toggling every 20 ms, read every 10 ms
+        t += PUBLISH_PERIOD
+        bit = not bit if round(t / PUBLISH_PERIOD) % 2 == 0 else bit
+        at(t, bit)
+    assert plc.lifebit_armed
+    for k in range(1, 60):  # the server stalls 0.6 s: no reads while the arm's cycles go on
+        at(t + k * PUBLISH_PERIOD)
+    t += 0.6
+    at(t, bit)  # it reads again: the same value (an even number of toggles meanwhile), and the next one changes
+    at(t + PUBLISH_PERIOD, not bit)
+    assert plc.error_code == 0 and plc.lifebit_armed
+    t += PUBLISH_PERIOD
+    for k in range(1, 40):  # the client goes quiet; the server keeps reading
+        at(t + k * PUBLISH_PERIOD, not bit)
+        if plc.error_code:
+            break
+    assert plc.error_code == LIFEBIT_ERROR and 0.2 < k * PUBLISH_PERIOD <= 0.2 + FEED_STALL

@@ -20,7 +20,8 @@ Address space (namespace ``NAMESPACE``; string node ids, the defaults of the ``c
 
 Dead-man: a client that toggles ``Robot.Lifebit`` arms the lifebit watch (from its first change on); when the value
 stops changing for ``lifebit_timeout`` (0.2 s by default, ``--lifebit-timeout``; 0: no watch) of the PLC's own time
-(``now``, ``clock``: ``emulated_arm.py``; the value is read every ``PUBLISH_PERIOD``) while it moves, the PLC stops
+(``now``, ``clock``: ``emulated_arm.py``; the value is read every ``PUBLISH_PERIOD``, and a stall of those reads is
+the emulator's, not counted) while it moves, the PLC stops
 the motion as on an error (at the acceleration limit, the rest dropped) and goes to error ``LIFEBIT_ERROR``
 (AcknowledgeError clears it); idle, the watch is disarmed (a client that went away in order leaves no error behind).
 A client that never toggles it is not watched.
@@ -59,6 +60,7 @@ ENDPOINT = "opc.tcp://127.0.0.1:4840/cobot"
 IDLE, MOVING, ERROR = 0, 1, 2
 PERIOD = 0.001  # s: the PLC's motion cycle
 PUBLISH_PERIOD = 0.01  # s: the variables' update
+FEED_STALL = 5 * PUBLISH_PERIOD  # s without a read of the lifebit's value: the server stalled (not the client)
 SETTLED = 1e-4  # rad: a point is reached within this (and at rest)
 DITHER = 0.01  # rad: how far an unsettled joint dithers about its target
 LIFEBIT_TIMEOUT = 0.2  # s of the PLC's time without a change of the lifebit: the motion stops
@@ -104,6 +106,7 @@ class CobotPLC(EmulatedArm):
         self.lifebit_timeout = float(lifebit_timeout)
         self._lifebit = None
         self._lifebit_at = 0.0
+        self._fed_at = -1.0  # when the server last read the value (``clock``; -1: never)
         self.lifebit_armed = False
         self.lifebit_trips = 0
         self.trip = None  # the last lifebit stop: the last change, the trip, the leading joint's speed, the rest (-1)
@@ -128,17 +131,25 @@ class CobotPLC(EmulatedArm):
             nxt = sleep_until_next(nxt, PERIOD)
 
     def feed_lifebit(self, value: bool) -> None:
-        """The lifebit's value as the server has it now (its publisher reads it every ``PUBLISH_PERIOD``)."""
+        """The lifebit's value as the server has it now (its publisher reads it every ``PUBLISH_PERIOD``). A gap in
+        those reads beyond ``FEED_STALL`` is a stall of the emulator's own (its server shares one interpreter and a
+        loaded machine): no silence of the client's — the watch's count resumes where it was."""
         with self.lock:
+            now = self.clock()
+            if self._fed_at >= 0.0 and now - self._fed_at > FEED_STALL:
+                self._lifebit_at += now - self._fed_at - FEED_STALL
+            self._fed_at = now
             value = bool(value)
             if self._lifebit is not None and value != self._lifebit:
-                self._lifebit_at = self.clock()
+                self._lifebit_at = now
                 self.lifebit_armed = self.lifebit_timeout > 0
             self._lifebit = value
 
     def _watch_lifebit(self) -> None:
-        """The dead-man (under the lock): a lifebit that stopped changing stops a motion (an error), disarms idle."""
-        if not self.lifebit_armed or self.now - self._lifebit_at <= self.lifebit_timeout:
+        """The dead-man (under the lock): a lifebit that stopped changing stops a motion (an error), disarms idle.
+        While the server has not read the value for over ``FEED_STALL`` (its own stall), nothing more is counted."""
+        blind = max(0.0, self.now - self._fed_at - FEED_STALL) if self._fed_at >= 0.0 else 0.0
+        if not self.lifebit_armed or self.now - self._lifebit_at - blind <= self.lifebit_timeout:
             return
         self.lifebit_armed = False
         if self.mode != MOVING or self._stopping:
