@@ -58,9 +58,9 @@ def test_a_stall_of_the_plcs_own_server_is_no_silence_of_the_clients_lifebit():
         bit = not bit if round(t / PUBLISH_PERIOD) % 2 == 0 else bit
         at(t, bit)
     assert plc.lifebit_armed
-    for k in range(1, 60):  # the server stalls 0.6 s: no reads while the arm's cycles go on
+    for k in range(1, 30):  # the server stalls 0.3 s (longer than the timeout): no reads while the arm's cycles go on
         at(t + k * PUBLISH_PERIOD)
-    t += 0.6
+    t += 0.3
     at(t, bit)  # it reads again: the same value (an even number of toggles meanwhile), and the next one changes
     at(t + PUBLISH_PERIOD, not bit)
     assert plc.error_code == 0 and plc.lifebit_armed
@@ -70,3 +70,26 @@ def test_a_stall_of_the_plcs_own_server_is_no_silence_of_the_clients_lifebit():
         if plc.error_code:
             break
     assert plc.error_code == LIFEBIT_ERROR and 0.2 < k * PUBLISH_PERIOD <= 0.2 + FEED_STALL
+    assert plc.trip["forgiven"] == 0.0  # (nothing stalled since the last change)
+
+
+def test_a_plc_server_that_stops_reading_the_lifebit_still_stops_the_motion():
+    """The server's own stalls are forgiven up to one timeout only: one that never reads the value again (its task
+    gone) still stops a moving arm, after twice the timeout of the last change."""
+    from intera_compat.emulator.cobot_plc import LIFEBIT_ERROR, PUBLISH_PERIOD
+    plc = CobotPLC(lifebit_timeout=0.2)
+    clock = [0.0]
+    plc.clock = lambda: clock[0]
+    plc.mode = MOVING
+    for k in range(1, 11):  # toggled and read every 10 ms
+        clock[0] = plc.now = k * PUBLISH_PERIOD
+        plc.feed_lifebit(k % 2 == 0)
+        plc._watch_lifebit()
+    last = plc._lifebit_at
+    t = clock[0]
+    while plc.error_code == 0 and t < 5.0:  # the client and the reads stop together
+        t += PUBLISH_PERIOD
+        plc.now = t
+        plc._watch_lifebit()
+    assert plc.error_code == LIFEBIT_ERROR and 0.4 < t - last <= 0.4 + PUBLISH_PERIOD + 1e-9
+    assert plc.trip["before"] == last and plc.trip["forgiven"] == 0.2

@@ -541,7 +541,8 @@ def test_a_cobot_loop_that_stops_cycling_has_its_motion_stopped_by_the_plc(cobot
     finally:
         loop.b.close()
     assert d["trips"] == trips + 1 and cobot_plc("state") == (2, 300)  # stopped as on an error: LIFEBIT_ERROR
-    assert LIFEBIT_TIMEOUT - REPORTED < d["tripped"] - d["before"] <= LIFEBIT_TIMEOUT + SLOT
+    assert 0.0 <= d["forgiven"] <= LIFEBIT_TIMEOUT  # (the PLC server's own stalls, forgiven up to one timeout)
+    assert LIFEBIT_TIMEOUT - REPORTED < d["tripped"] - d["before"] - d["forgiven"] <= LIFEBIT_TIMEOUT + SLOT
     assert d["speed"] > 0.1  # (it was under way)
     assert d["rest"] - d["before"] <= 0.5
     print(f"Cobot, loop hung at {d['speed']:.2f} rad/s: at rest {d['rest'] - d['tripped']:.3f} s after the PLC's "
@@ -605,7 +606,8 @@ def test_a_cobot_loop_process_killed_mid_motion_has_its_motion_stopped_by_the_pl
         os.close(read_fd)
         ch.close()
     assert d["trips"] == 1 and cobot_plc("state") == (2, 300) and d["speed"] > 0.2
-    assert LIFEBIT_TIMEOUT - REPORTED < d["tripped"] - d["before"] <= LIFEBIT_TIMEOUT + SLOT
+    assert 0.0 <= d["forgiven"] <= LIFEBIT_TIMEOUT  # (the PLC server's own stalls, forgiven up to one timeout)
+    assert LIFEBIT_TIMEOUT - REPORTED < d["tripped"] - d["before"] - d["forgiven"] <= LIFEBIT_TIMEOUT + SLOT
     assert d["rest"] - d["before"] <= 0.5
     print(f"Cobot, loop process killed at {d['speed']:.2f} rad/s: at rest {d['rest'] - d['tripped']:.3f} s after the "
           f"PLC's lifebit stop, {d['rest'] - d['before']:.3f} s after the lifebit's last change (PLC time)")

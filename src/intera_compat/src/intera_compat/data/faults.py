@@ -24,7 +24,7 @@ MESSAGES = {
                              "no non-finite value was sent and the brakes hold",
     FAULT_INTERPOLATOR: "the position interpolator rejected its input; holding the current position",
     FAULT_FOLLOWING_ERROR: "following error beyond the fault window (the arm does not follow its reference)",
-    FAULT_LINK_LOST: "the link to the arm is lost (no state from it for 3 of its periods); reset and enable once "
+    FAULT_LINK_LOST: "the link to the arm is lost (no state from it within its link timeout); reset and enable once "
                      "it is back",
     FAULT_PROTECTIVE_STOP: "the arm's controller made a protective stop",
     FAULT_HARDWARE_ESTOP: "the arm's hardware E-stop is pressed",

@@ -20,8 +20,8 @@ Address space (namespace ``NAMESPACE``; string node ids, the defaults of the ``c
 
 Dead-man: a client that toggles ``Robot.Lifebit`` arms the lifebit watch (from its first change on); when the value
 stops changing for ``lifebit_timeout`` (0.2 s by default, ``--lifebit-timeout``; 0: no watch) of the PLC's own time
-(``now``, ``clock``: ``emulated_arm.py``; the value is read every ``PUBLISH_PERIOD``, and a stall of those reads is
-the emulator's, not counted) while it moves, the PLC stops
+(``now``, ``clock``: ``emulated_arm.py``; the value is read every ``PUBLISH_PERIOD``: a stall of those reads is the
+emulator's own and forgiven, up to one timeout) while it moves, the PLC stops
 the motion as on an error (at the acceleration limit, the rest dropped) and goes to error ``LIFEBIT_ERROR``
 (AcknowledgeError clears it); idle, the watch is disarmed (a client that went away in order leaves no error behind).
 A client that never toggles it is not watched.
@@ -36,9 +36,9 @@ Fault injection (``Emulator.Inject``): ``method error`` (the next method call fa
 every session ends), ``unsettled J`` (joint J never settles: it dithers about its target and the state stays
 moving; ``unsettled off``); ``calls`` answers with the methods called and the last motion's point count;
 ``deadman`` with the lifebit watch and its last stop in the PLC's own time (``lifebit armed timeout 0.2 trips 1
-now 12.345 changed 12.340 before 10.010 tripped 10.211 speed 0.512 rest 10.420``: s since the PLC started — the
-lifebit's last change; the last stop's last change before it, its trip, its leading joint's speed (rad/s) and the
-arm at rest; -1: none yet).
+now 12.345 changed 12.340 before 10.010 tripped 10.211 forgiven 0.0000 speed 0.512 rest 10.420``: s since the PLC
+started — the lifebit's last change; the last stop's last change before it, its trip, the server's own stalls
+forgiven in between, its leading joint's speed (rad/s) and the arm at rest; -1: none yet).
 """
 from __future__ import annotations
 
@@ -107,6 +107,7 @@ class CobotPLC(EmulatedArm):
         self._lifebit = None
         self._lifebit_at = 0.0
         self._fed_at = -1.0  # when the server last read the value (``clock``; -1: never)
+        self._forgiven = 0.0  # s of the server's own stalls since the last change (not the client's silence)
         self.lifebit_armed = False
         self.lifebit_trips = 0
         self.trip = None  # the last lifebit stop: the last change, the trip, the leading joint's speed, the rest (-1)
@@ -133,30 +134,35 @@ class CobotPLC(EmulatedArm):
     def feed_lifebit(self, value: bool) -> None:
         """The lifebit's value as the server has it now (its publisher reads it every ``PUBLISH_PERIOD``). A gap in
         those reads beyond ``FEED_STALL`` is a stall of the emulator's own (its server shares one interpreter and a
-        loaded machine): no silence of the client's — the watch's count resumes where it was."""
+        loaded machine), not the client's silence: forgiven (``_forgiven``), up to one timeout."""
         with self.lock:
             now = self.clock()
             if self._fed_at >= 0.0 and now - self._fed_at > FEED_STALL:
-                self._lifebit_at += now - self._fed_at - FEED_STALL
+                self._forgiven += now - self._fed_at - FEED_STALL
             self._fed_at = now
             value = bool(value)
             if self._lifebit is not None and value != self._lifebit:
-                self._lifebit_at = now
+                self._lifebit_at, self._forgiven = now, 0.0
                 self.lifebit_armed = self.lifebit_timeout > 0
             self._lifebit = value
 
-    def _watch_lifebit(self) -> None:
-        """The dead-man (under the lock): a lifebit that stopped changing stops a motion (an error), disarms idle.
-        While the server has not read the value for over ``FEED_STALL`` (its own stall), nothing more is counted."""
+    def _silence(self) -> tuple[float, float]:
+        """(s the lifebit has not changed, s of it forgiven: the server's own stalls, the one under way included —
+        at most the timeout, so that a server that stopped reading still stops the motion, at twice the timeout)."""
         blind = max(0.0, self.now - self._fed_at - FEED_STALL) if self._fed_at >= 0.0 else 0.0
-        if not self.lifebit_armed or self.now - self._lifebit_at - blind <= self.lifebit_timeout:
+        return self.now - self._lifebit_at, min(self._forgiven + blind, self.lifebit_timeout)
+
+    def _watch_lifebit(self) -> None:
+        """The dead-man (under the lock): a lifebit that stopped changing stops a motion (an error), disarms idle."""
+        silent, forgiven = self._silence()
+        if not self.lifebit_armed or silent - forgiven <= self.lifebit_timeout:
             return
         self.lifebit_armed = False
         if self.mode != MOVING or self._stopping:
             return
         self.lifebit_trips += 1
         lead = float(np.abs(self.state.velocity[:self.n]).max())
-        self.trip = {"before": self._lifebit_at, "tripped": self.now, "speed": lead,
+        self.trip = {"before": self._lifebit_at, "tripped": self.now, "forgiven": forgiven, "speed": lead,
                      "rest": self._moved_at if lead < AT_REST else -1.0}
         self._fault(LIFEBIT_ERROR, f"lifebit lost: no change for {self.lifebit_timeout:g} s, the motion stopped")
 
@@ -322,7 +328,8 @@ class CobotPLC(EmulatedArm):
                 return (f"emulator: lifebit {'armed' if self.lifebit_armed else 'off'} timeout "
                         f"{self.lifebit_timeout:g} trips {self.lifebit_trips} now {self.now:.4f} changed "
                         f"{self._lifebit_at:.4f} before {t.get('before', -1.0):.4f} tripped "
-                        f"{t.get('tripped', -1.0):.4f} speed {t.get('speed', 0.0):.4f} rest {t.get('rest', -1.0):.4f}")
+                        f"{t.get('tripped', -1.0):.4f} forgiven {t.get('forgiven', 0.0):.4f} speed "
+                        f"{t.get('speed', 0.0):.4f} rest {t.get('rest', -1.0):.4f}")
             else:
                 raise ValueError(what)
         return f"emulator: {what}"

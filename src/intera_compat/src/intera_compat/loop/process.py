@@ -162,11 +162,12 @@ def serve(args, cfg, rm, ch, backend, stop: StopRequest) -> int:
     if realtime and not args.no_rt:
         info = setup_realtime()
         idle_fd, msg = hold_idle_latency(int(rt["idle_latency_us"]))
-        info["message"] += msg
+        info["message"] += msg + ("" if info["fifo"] else f"; {raise_priority()}")
         stats.idle_poll[0] = idle_fd is not None
+    elif realtime:  # (on the wall clock without SCHED_FIFO: the next best; a simulation on its own time needs none)
+        info = {"cpu": -1, "fifo": False, "message": f"realtime scheduling off (--no-rt), {raise_priority()}"}
     else:
-        why = "--no-rt" if realtime else "sim time / speedup"
-        info = {"cpu": -1, "fifo": False, "message": f"realtime scheduling off ({why}), {raise_priority()}"}
+        info = {"cpu": -1, "fifo": False, "message": "realtime scheduling off (sim time / speedup)"}
     try:
         stats.rt_fifo[0] = info["fifo"]
         stats.rt_cpu[0] = info["cpu"]

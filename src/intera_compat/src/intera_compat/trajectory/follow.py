@@ -182,8 +182,9 @@ def fill_derivatives(t, q, v, a, amax=None):
 
 
 HOLD_SAME = 1e-6  # rad: a first segment whose second point is this near its first (every joint) holds the arm
-HOLD_LEFT = 0.01  # s of a hold never taken off it (the points' times stay strictly increasing)
-HOLD_SPEED = 0.1  # rad/s: a shortened hold brings the arm to its second point at this average speed at most
+HOLD_LEFT = 0.1  # s of a hold never taken off it
+HOLD_SPEED = 0.1  # rad/s: a shortened hold brings the arm to its second point at this average speed at most ...
+HOLD_ACCEL = 1.0  # rad/s²: ... and with about this acceleration at most (a cubic from rest to rest: 6 d / h²)
 
 
 def first_hold(points, start) -> float:
@@ -191,16 +192,17 @@ def first_hold(points, start) -> float:
     a first point at t = 0 that the second repeats, no velocity or acceleration given at either — the SDK's "command
     the current position first" (joint_trajectory_client.py: 1 s) — holds until the second; less what it needs to
     bring the arm from ``start`` (where it is, the goal's joint order: the first point is taken as there) to the
-    second point at an average ``HOLD_SPEED``, and less ``HOLD_LEFT``. 0 for any other goal (its first segment moves
-    on the client's timing). ``points``: the goal's (``Point``)."""
+    second point gently (``HOLD_SPEED``, ``HOLD_ACCEL``), and never below ``HOLD_LEFT``. 0 for any other goal (its
+    first segment moves on the client's timing), or where ``start`` is not known. ``points``: the goal's."""
     if len(points) < 2 or points[0].time != 0.0 or len(points[0].positions) != len(points[1].positions):
         return 0.0
     a, b = np.asarray(points[0].positions, float), np.asarray(points[1].positions, float)
-    if a.shape != np.shape(start) or np.abs(a - b).max(initial=0.0) > HOLD_SAME:
+    if a.shape != np.shape(start) or not np.isfinite(start).all() or np.abs(a - b).max(initial=0.0) > HOLD_SAME:
         return 0.0
     if any(np.any(f) for p in points[:2] for f in (p.velocities, p.accelerations)):
         return 0.0
-    return max(points[1].time - max(HOLD_LEFT, np.abs(b - start).max(initial=0.0) / HOLD_SPEED), 0.0)
+    d = float(np.abs(b - start).max(initial=0.0))
+    return max(points[1].time - max(HOLD_LEFT, d / HOLD_SPEED, math.sqrt(6.0 * d / HOLD_ACCEL)), 0.0)
 
 
 def on_schedule(points, start, stamp: float, waited: float, now: float) -> tuple[list, float]:
