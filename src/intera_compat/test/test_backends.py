@@ -137,6 +137,7 @@ def rig(request):
         step()
         arm.step(L.dt)
     L.step = lockstep
+    L.cycle_only = step  # (a cycle alone: the loop process's, while the arm runs on between its samples)
     L.step()
     yield arm, backend, L
     arm.close()
@@ -166,6 +167,57 @@ def test_torque_commands_are_not_executed_on_a_position_arm(rig):
     assert np.abs(L.arm_q - q0).max() < 2e-3
 
 
+def test_joint_states_that_come_together_after_a_stall_get_a_cycle_each_and_none_come_stale():
+    """A review's find: the hop from a velocity arm stalls for 95 ms while it runs at -0.8 rad/s, then its samples
+    come at once. Cycles on the stale sample every 1.5 periods held the reference near the old reading and the
+    P-term pushed on (-1.30 rad/s, then +0.28: reversed); one cycle for the whole burst left the reference 0.08 rad
+    behind an arm that ran on (+0.5 rad/s: reversed, then -2.1, beyond the joint's limit). The loop process's clock
+    (``BackendClock``, as the process builds it) now runs no cycle without a sample until the link timeout, and a
+    cycle for each sample that came."""
+    from intera_compat.loop.process import BackendClock
+    arm = Arm("velocity")
+    backend = RosControlBackend(arm.rm, arm.link())
+    backend.monotonic = lambda: arm.now
+    backend.connect()
+    L = OfflineLoop(backend=backend)
+    wait = backend.sample_timeout(L.dt)
+    clock = BackendClock(backend, wait, int(wait / L.dt))
+    v = np.zeros(7)
+    v[3] = -0.8
+    given = []
+
+    def cycle():
+        clock.wait()
+        L.send(VELOCITY_MODE, CFG.joint_names, velocity=v)
+        L.step()
+
+    def stream(periods: int) -> None:
+        for _ in range(periods):
+            arm.step(L.dt)
+            os.write(arm.wake_w, b"\x01")  # (the bridge: a poke a sample)
+            cycle()
+            given.append(arm.given[3])
+    try:
+        stream(100)  # at speed
+        assert wait > 0.095 and clock.owed == 0
+        arm.silent = True
+        for _ in range(19):  # 95 ms: the arm runs on, its samples held up on the way
+            arm.step(L.dt)
+        assert backend.wait(0.0) == 0  # (nothing came: no cycle)
+        arm.silent = False
+        arm.publish()
+        os.write(arm.wake_w, b"\x01" * 19)  # they come at once
+        for _ in range(19):
+            cycle()
+        assert clock.owed == 0
+        stream(200)
+        after = np.array(given[100:])
+        assert after.max() < 0.0, after.max()  # never reversed
+        assert after.min() > -0.8 * 1.35 and L.state.local.fault_code[0] == 0, after.min()
+    finally:
+        arm.close()
+
+
 def test_a_lost_link_stops_the_robot_and_nothing_moves_on_reconnect_until_reset_and_enable(rig):
     arm, backend, L = rig
     q0 = L.arm_q
@@ -174,16 +226,15 @@ def test_a_lost_link_stops_the_robot_and_nothing_moves_on_reconnect_until_reset_
         L.send(VELOCITY_MODE, CFG.joint_names, velocity=[0, 0, 0, -0.5, 0, 0, 0])
         L.step()
     arm.silent = True
-    quiet = int(backend.link_timeout / L.dt)  # (ros_control.link_timeout: 0.1 s, 20 of the arm's periods)
+    L.cycle_only()  # (the cycle for the arm's last sample)
+    for _ in range(int(np.ceil(backend.sample_timeout(L.dt) / L.dt))):  # no sample, no cycle (the loop process's
+        arm.step(L.dt)  # BackendClock waits) ...
     assert backend.link_timeout == pytest.approx(0.1)
-    for _ in range(quiet - 1):
-        L.step()
-    assert L.state.local.fault_code[0] == 0  # not yet
-    for _ in range(3):
-        L.step()
+    L.cycle_only()  # ... until the link timeout (ros_control.link_timeout), when a cycle finds the link lost
     st = L.state.local
     assert (st.fault_code[0], st.stopped[0], st.error[0], st.enabled[0]) == (FAULT_LINK_LOST, 1, 1, 0)
-    sent = arm.hw_out.local.command[0]
+    arm.hw_out.read()
+    sent = arm.hw_out.local.command[0]  # (a velocity arm's one zero command, the fault cycle's, among them)
     # meanwhile somebody moves the arm (its brakes released by hand, a Gazebo reset)
     moved = arm.state.position.copy()
     moved[0] += 0.2

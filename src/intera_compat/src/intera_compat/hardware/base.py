@@ -63,9 +63,15 @@ class Backend(abc.ABC):
     def write(self, command: HardwareCommand) -> None:
         """Send one cycle's command (simulated backends step their plant here)."""
 
-    def wait(self, timeout: float) -> bool:
-        """Clock backends: block until the arm's next sample (True) or ``timeout`` seconds (False)."""
+    def wait(self, timeout: float) -> int:
+        """Clock backends: block until the arm's next sample or ``timeout`` seconds; the samples that came (0: none;
+        a bool, True for one or more, is taken as one)."""
         raise NotImplementedError(f"{type(self).__name__} is not a clock")
+
+    def sample_timeout(self, dt: float) -> float:
+        """Clock backends: how long the loop waits for the arm's next sample before it runs a cycle without one
+        (``dt``: the period) — 1.5 periods."""
+        return 1.5 * dt
 
     # ---- robot state (called on the robot's transitions, not every cycle) ----------------------------------
     def enable(self) -> None:

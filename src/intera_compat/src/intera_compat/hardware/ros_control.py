@@ -238,18 +238,27 @@ class RosControlBackend(Backend):
     # ---- pacing: the arm's joint states are the clock -------------------------------------------------
     clock = True
 
-    def wait(self, timeout: float) -> bool:
-        """Block until the next joint-state sample (True) or ``timeout`` s (False)."""
+    def sample_timeout(self, dt: float) -> float:
+        """No sample, no cycle: the loop waits for the arm's next joint states until the link timeout has passed
+        (the cycle then reports the link lost). Cycles on a stale sample would steer on it: the following window
+        holds the reference near the old reading and a velocity arm's P-term pushes on (measured at 200 Hz with
+        a 0.1 s gap: -0.8 rad/s commanded, -1.30 reached, then +0.28, reversed); meanwhile the arm's controller
+        keeps the last command (a velocity arm its speed until the bridge's ``stop_timeout``)."""
+        return self.link_timeout + 0.5 * self.period
+
+    def wait(self, timeout: float) -> int:
+        """Block until the next joint-state sample or ``timeout`` s; the samples that came (the bridge pokes once a
+        sample: several at once after a stall of the hop; 0 at the timeout)."""
         try:
             r, _, _ = select.select((self.wake_fd,), (), (), timeout)
         except InterruptedError:
-            return False
-        if r:
-            try:
-                os.readv(self.wake_fd, (self._drain,))
-            except BlockingIOError:
-                pass
-        return bool(r)
+            return 0
+        if not r:
+            return 0
+        try:
+            return max(1, os.readv(self.wake_fd, (self._drain,)))
+        except BlockingIOError:
+            return 1
 
     def connect(self) -> None:
         """Wait for the arm's first joint states (nothing is known of it before)."""

@@ -33,15 +33,22 @@ LATE_US = 100.0
 
 
 class BackendClock:
-    """The Scheduler's interface for an arm that is the clock: a cycle per sample, none skipped by us; a sample
-    late by more than ``timeout`` runs a cycle anyway (the backend reports the lost link in it)."""
+    """The Scheduler's interface for an arm that is the clock: a cycle per sample, none skipped by us — samples that
+    came together (a stalled hop delivers them at once) get a cycle each, back to back, up to ``most`` (the loop's
+    time then keeps the arm's: a reference that fell behind an arm running on would be pulled back); a sample late
+    by more than ``timeout`` runs a cycle anyway (the backend reports the lost link in it)."""
 
-    def __init__(self, backend, timeout: float):
-        self.backend, self.timeout = backend, timeout
+    def __init__(self, backend, timeout: float, most: int):
+        self.backend, self.timeout, self.most = backend, timeout, max(1, most)
         self.skipped = 0
+        self.owed = 0  # cycles still due for samples that came together
 
     def wait(self) -> float:
-        self.backend.wait(self.timeout)
+        if self.owed > 0:
+            self.owed -= 1
+            return 0.0
+        came = int(self.backend.wait(self.timeout))  # (the samples that came; 0: the timeout)
+        self.owed = min(came, self.most) - 1 if came > 1 else 0
         return 0.0
 
     def advance(self) -> int:
@@ -196,7 +203,8 @@ def loop(args, cfg, ch, backend, cycle, stop: StopRequest, realtime: bool, margi
     if backend.clock:
         if not realtime:
             raise ValueError(f"backend {args.backend} is paced by the arm: no sim time or speed-up")
-        sched = BackendClock(backend, 1.5 * dt)
+        wait = backend.sample_timeout(dt)
+        sched = BackendClock(backend, wait, int(wait / dt))
     else:
         sched = Scheduler(period, margin)
     ctl = ch.control.local
