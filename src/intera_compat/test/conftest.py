@@ -59,9 +59,16 @@ def pytest_sessionfinish(session, exitstatus):
 WORKER_CGROUP = pytest.StashKey[str]()
 
 
+SIM_SPEEDUP_BESIDE_STACKS = "2"  # sawyer_test.launch's speedup beside a wall-time robot (INTERA_SIM_SPEEDUP)
+
+
 def pytest_configure(config):
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker is not None and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        # a simulation on its own time as fast as it goes (~8x) sends tens of thousands of messages a second over
+        # loopback: beside it, a wall-time robot's processes stalled for up to 0.8 s whatever their cgroup and nice
+        # (the ros_control fake's joint states: 52 gaps over 60 ms in one conformance run, 3 at 3x, link losses)
+        os.environ.setdefault("INTERA_SIM_SPEEDUP", SIM_SPEEDUP_BESIDE_STACKS)
         import worker_roles
         shares = worker_roles.shares(worker)
         path = worker_roles.favour_this_process(shares) if shares > 0 else None

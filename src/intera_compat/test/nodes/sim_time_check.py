@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""rostest node: with use_sim_time and speedup unlimited the sim runs on its own clock (/clock: loop time from 0, the
+"""rostest node: with use_sim_time and speedup unlimited (or the suite's bound) the sim runs on its own clock (/clock: loop time from 0, the
 joint states stamped with it) and the arm tracks a position command on /clock time. How fast that clock runs against
 the wall is the machine's business (a loaded machine may run it slower than real time): nothing here reads the wall
 clock but as a guard against a sim that does not run at all."""
