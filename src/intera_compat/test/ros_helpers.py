@@ -53,6 +53,26 @@ def publisher(topic, cls, latch=False):
     return pub
 
 
+SERVICE_WAIT_S = 60.0  # a setup bound, like a launch's: the node may come up late on a loaded machine
+
+
+def service(name, cls, timeout=SERVICE_WAIT_S):
+    """A proxy of service ``name`` once it answers; on timeout the failure says what the master knows of it."""
+    try:
+        rospy.wait_for_service(name, timeout)
+    except rospy.ROSException:
+        import rosgraph
+        master = rosgraph.Master("/pytest")
+        try:
+            where = master.lookupService(name)
+        except rosgraph.MasterError as e:
+            where = f"not registered ({e})"
+        servers = {s: n for s, n in master.getSystemState()[2] if s.startswith(name.rsplit("/", 1)[0])}
+        raise AssertionError(f"service {name} did not answer in {timeout:g} s: master says {where}; "
+                             f"services beside it: {servers}") from None
+    return rospy.ServiceProxy(name, cls)
+
+
 def send_positions(pub, target):
     pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=ARM[:len(target)], position=list(target)))
 

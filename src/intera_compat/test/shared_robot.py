@@ -25,7 +25,7 @@ import pytest
 import rospy
 from intera_compat.testing.processes import kill_group, log_tail
 
-from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, wait_for
+from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, service, wait_for
 
 
 class SharedLaunch:
@@ -88,8 +88,7 @@ class SharedLaunch:
             state.wait(timeout)
             if state.msg.estop_button != RobotAssemblyState.ESTOP_BUTTON_UNPRESSED:
                 from std_srvs.srv import SetBool
-                rospy.wait_for_service("/robot/sim/set_estop", 10)
-                rospy.ServiceProxy("/robot/sim/set_estop", SetBool)(False)
+                service("/robot/sim/set_estop", SetBool)(False)
             if _subscribed("/robot/sim/io/cuff"):  # (the simulated Sawyer's cuff)
                 import json
                 cuff = publisher("/robot/sim/io/cuff", IOComponentCommand)

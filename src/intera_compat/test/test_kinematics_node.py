@@ -7,6 +7,8 @@ from intera_core_msgs.srv import SolvePositionFK, SolvePositionFKRequest, SolveP
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
+from ros_helpers import service
+
 pytestmark = pytest.mark.node
 NS = "/ExternalTools/right/PositionKinematicsNode"
 ARM = [f"right_j{i}" for i in range(7)]
@@ -17,10 +19,7 @@ NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 def services(module_launch):
     """One kinematics_server for the module (its services keep no state between calls)."""
     module_launch("rosrun", "intera_compat", "kinematics_server", log_name="kin.log")
-    rospy.wait_for_service(f"{NS}/IKService", 30)
-    rospy.wait_for_service(f"{NS}/FKService", 30)
-    return rospy.ServiceProxy(f"{NS}/FKService", SolvePositionFK), rospy.ServiceProxy(f"{NS}/IKService",
-                                                                                       SolvePositionIK)
+    return service(f"{NS}/FKService", SolvePositionFK), service(f"{NS}/IKService", SolvePositionIK)
 
 
 def fk_pose(fk, positions, names=ARM, tip="right_hand"):

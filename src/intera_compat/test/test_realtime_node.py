@@ -14,7 +14,7 @@ from std_msgs.msg import Bool, Empty, Float64, UInt16
 from std_srvs.srv import SetBool
 
 from conftest import ROBOT_ARMS, ROBOT_JOINTS, ROBOT_LAUNCHES
-from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
+from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, service, wait_for
 from shared_robot import LoopCounters, delta, shared_launch
 
 pytestmark = pytest.mark.node
@@ -186,8 +186,7 @@ def test_sim_push_moves_a_floating_arm_and_a_bad_push_is_refused_naming_the_fiel
     from intera_compat.srv import ApplyWrench
     from intera_core_msgs.msg import IOComponentCommand
     import json
-    rospy.wait_for_service("/robot/sim/apply_wrench", 10)
-    push = rospy.ServiceProxy("/robot/sim/apply_wrench", ApplyWrench)
+    push = service("/robot/sim/apply_wrench", ApplyWrench)
     status = Latest("/robot/limb/right/safety_status", SafetyStatus)
     q0 = arm_positions(sim)
     for link, w, seconds, field in (("elbow", Wrench(), 1.0, "link"),
@@ -220,8 +219,7 @@ def test_limits_latched_and_estop_cycle(robot):
     assert lim.joint_names[:n] == robot.arm
     assert lim.position_upper[n - 1] == pytest.approx(LAST_JOINT_UPPER[ROBOT_ARMS[robot.backend]])
     state = Latest("/robot/state", RobotAssemblyState)
-    rospy.wait_for_service("/robot/sim/set_estop", 5)
-    estop = rospy.ServiceProxy("/robot/sim/set_estop", SetBool)
+    estop = service("/robot/sim/set_estop", SetBool)
     estop(True)
     assert wait_for(lambda: state.msg and state.msg.stopped and state.msg.estop_button == 1, 60)
     estop(False)
@@ -271,9 +269,7 @@ def test_kinematics_follow_the_arm_ik_then_move_there(robot):
     from intera_core_msgs.srv import (SolvePositionFK, SolvePositionFKRequest, SolvePositionIK,
                                       SolvePositionIKRequest)
     ns = "/ExternalTools/right/PositionKinematicsNode"
-    rospy.wait_for_service(f"{ns}/IKService", 30)
-    fk = rospy.ServiceProxy(f"{ns}/FKService", SolvePositionFK)
-    ik = rospy.ServiceProxy(f"{ns}/IKService", SolvePositionIK)
+    fk, ik = service(f"{ns}/FKService", SolvePositionFK), service(f"{ns}/IKService", SolvePositionIK)
     ep = Latest("/robot/limb/right/endpoint_state", EndpointState)
     ep.wait(5)
     req = SolvePositionFKRequest(tip_names=["right_hand"])

@@ -27,7 +27,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from intera_compat.config import load_config
 from intera_compat.testing.processes import descendants, log_tail
-from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, wait_for
+from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, send_positions, service, wait_for
 
 pytestmark = pytest.mark.node
 
@@ -71,8 +71,7 @@ def test_positions_stream_to_the_group_controller(rc):
 def test_a_lost_link_stops_the_robot_and_nothing_moves_until_reset_and_enable(rc):
     state = Latest("/robot/state", RobotAssemblyState)
     cmd = publisher("/robot/limb/right/joint_command", JointCommand)
-    rospy.wait_for_service("/fake_ros_control/pause_joint_states", 10)
-    pause = rospy.ServiceProxy("/fake_ros_control/pause_joint_states", SetBool)
+    pause = service("/fake_ros_control/pause_joint_states", SetBool)
     q0 = arm_positions(rc)
     target = q0 + np.array([0, 0, 0, 0.5, 0, 0, 0])
     assert wait_for(lambda: np.abs(arm_positions(rc) - q0).max() > 0.05, 10, every=lambda: send_positions(cmd, target))
@@ -147,8 +146,7 @@ def test_a_trajectory_only_arm_runs_whole_trajectories_and_refuses_streaming(jtc
 def test_a_trajectory_controller_that_vanishes_mid_motion_stops_the_robot_with_an_error(jtc):
     client, js = jtc
     state = Latest("/robot/state", RobotAssemblyState)
-    rospy.wait_for_service("/fake_ros_control/drop_trajectory_action", 10)
-    drop = rospy.ServiceProxy("/fake_ros_control/drop_trajectory_action", SetBool)
+    drop = service("/fake_ros_control/drop_trajectory_action", SetBool)
     q0 = arm_positions(js)
     client.send_goal(jtas_goal(q0, q0 + np.array([0.0, 0.0, 0.0, 0.6, 0.0, 0.0, 0.0]), 3.0))
     assert wait_for(lambda: np.abs(arm_positions(js) - q0).max() > 0.05, 10)
@@ -191,8 +189,7 @@ def test_the_operators_speed_override_stops_a_forwarded_trajectory(jtc):
 def test_an_arm_controller_that_takes_a_goal_but_does_not_run_it_is_a_controller_error(jtc):
     client, js = jtc
     state = Latest("/robot/state", RobotAssemblyState)
-    rospy.wait_for_service("/fake_ros_control/stall_trajectory", 10)
-    rospy.ServiceProxy("/fake_ros_control/stall_trajectory", SetBool)(True)
+    service("/fake_ros_control/stall_trajectory", SetBool)(True)
     q0 = arm_positions(js)
     client.send_goal(jtas_goal(q0, q0 + np.array([0.0, 0.0, 0.0, 0.4, 0.0, 0.0, 0.0]), 3.0))
     assert wait_for(lambda: state.msg is not None and state.msg.stopped and state.msg.error, 6)  # > 1 s behind

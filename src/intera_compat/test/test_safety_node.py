@@ -17,7 +17,7 @@ from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionSta
 from std_msgs.msg import Bool, Empty
 from std_srvs.srv import SetBool
 
-from ros_helpers import ARM, Latest, arm_positions, publisher, send_positions, wait_for
+from ros_helpers import ARM, Latest, arm_positions, publisher, send_positions, service, wait_for
 from shared_robot import LoopCounters, delta, shared_launch
 
 pytestmark = pytest.mark.node
@@ -171,8 +171,7 @@ def test_avoidance_suppression_estop_and_bypass(sim):
     assert wait_for(lambda: not status.msg.safety_estop, 60)
     assert wait_for(lambda: abs(arm_positions(sim)[3] - 2.0) < 0.01, 60, every=lambda: send_positions(cmd, back))
     # ~bypass_safety_checks: on (with its remaining time), then off
-    rospy.wait_for_service("/realtime_loop/bypass_safety_checks", 5)
-    bypass = rospy.ServiceProxy("/realtime_loop/bypass_safety_checks", SetBool)
+    bypass = service("/realtime_loop/bypass_safety_checks", SetBool)
     assert bypass(True).success
     assert wait_for(lambda: status.msg.bypass and 50.0 < status.msg.bypass_remaining <= 60.0, 30)
     assert not status.msg.collision_avoidance_active

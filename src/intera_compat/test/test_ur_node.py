@@ -18,7 +18,7 @@ from control_msgs.msg import FollowJointTrajectoryGoal, FollowJointTrajectoryRes
 from geometry_msgs.msg import Pose
 from intera_core_msgs.msg import (EndpointState, InteractionControlCommand, InteractionControlState,
                                   IOComponentCommand, IODeviceStatus, RobotAssemblyState)
-from ros_helpers import Latest, arm_positions, enabled, joint_motion, publisher, reset_and_enable, wait_for
+from ros_helpers import Latest, arm_positions, enabled, joint_motion, publisher, reset_and_enable, service, wait_for
 from shared_robot import Progress, robot_sleep, shared_launch
 from geometry_msgs.msg import Vector3
 from intera_compat.srv import SetPayload, ToolContact
@@ -208,20 +208,17 @@ def test_the_arms_io_as_intera_io_devices(ur):
 def test_zero_ft_payload_and_tool_contact_services_reach_the_controller(ur):
     import rtde_receive
     rr = rtde_receive.RTDEReceiveInterface(EMULATOR_HOST, 50.0, ["timestamp", "payload", "payload_cog"])
-    for name in ("zero_ft_sensor", "set_payload", "tool_contact"):
-        rospy.wait_for_service(f"/robot/arm/{name}", 10)
-    contact = rospy.ServiceProxy("/robot/arm/tool_contact", ToolContact)
+    contact = service("/robot/arm/tool_contact", ToolContact)
+    zero, payload = service("/robot/arm/zero_ft_sensor", Trigger), service("/robot/arm/set_payload", SetPayload)
     res = contact([0.0, 0.0, -1.0, 0.0, 0.0, 0.0])  # (a query: also while enabled)
     assert res.success and res.cycles == 0, res.message  # in free space
     assert not contact([0.0, 0.0, 1.0]).success  # 3 values: refused
-    zero = rospy.ServiceProxy("/robot/arm/zero_ft_sensor", Trigger)
     res = zero()  # enabled: refused (the controller would stop taking the stream meanwhile)
     assert not res.success and "disable the robot first" in res.message
     _, _, state = ur
     enable = publisher("/robot/set_super_enable", Bool)
     assert wait_for(lambda: not state.msg.enabled, 60, period=0.2, every=lambda: enable.publish(False))
     assert zero().success
-    payload = rospy.ServiceProxy("/robot/arm/set_payload", SetPayload)
     res = payload(1.5, Vector3(0.0, 0.01, 0.05))
     assert res.success, res.message
     assert wait_for(lambda: rr.getPayload() == pytest.approx(1.5), 60)

@@ -8,7 +8,7 @@ import pytest
 import rospy
 from intera_core_msgs.msg import EndpointStates, URDFConfiguration
 from intera_core_msgs.srv import SolvePositionFK, SolvePositionFKRequest, SolvePositionIK, SolvePositionIKRequest
-from ros_helpers import ARM, Latest, arm_positions, publisher, wait_for
+from ros_helpers import ARM, Latest, arm_positions, publisher, service, wait_for
 from sensor_msgs.msg import JointState
 from test_motion_node import Motion, cart_goal
 from test_urdf_fragment import GRIPPER
@@ -28,10 +28,9 @@ def send_fragment(link, joint, urdf, duration=2.0):
 
 
 def fk(js, tip):
-    rospy.wait_for_service(f"{NS}/FKService", 10)
     req = SolvePositionFKRequest(configuration=[JointState(name=ARM, position=list(arm_positions(js)))],
                                  tip_names=[tip])
-    res = rospy.ServiceProxy(f"{NS}/FKService", SolvePositionFK)(req)
+    res = service(f"{NS}/FKService", SolvePositionFK)(req)
     return res.isValid[0], res.pose_stamp[0]
 
 
