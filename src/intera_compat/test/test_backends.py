@@ -85,6 +85,7 @@ class Arm:
         o = self.hw_in.local
         o.position[:], o.velocity[:], o.effort[:] = self.state.position, self.state.velocity, self.state.effort
         o.sample[0] += 1
+        o.stamp[0] = self.now
         self.hw_in.publish_local()
 
     def step(self, dt):
@@ -167,55 +168,100 @@ def test_torque_commands_are_not_executed_on_a_position_arm(rig):
     assert np.abs(L.arm_q - q0).max() < 2e-3
 
 
-def test_joint_states_that_come_together_after_a_stall_get_a_cycle_each_and_none_come_stale():
-    """A review's find: the hop from a velocity arm stalls for 95 ms while it runs at -0.8 rad/s, then its samples
-    come at once. Cycles on the stale sample every 1.5 periods held the reference near the old reading and the
-    P-term pushed on (-1.30 rad/s, then +0.28: reversed); one cycle for the whole burst left the reference 0.08 rad
-    behind an arm that ran on (+0.5 rad/s: reversed, then -2.1, beyond the joint's limit). The loop process's clock
-    (``BackendClock``, as the process builds it) now runs no cycle without a sample until the link timeout, and a
-    cycle for each sample that came."""
-    from intera_compat.loop.process import BackendClock
-    arm = Arm("velocity")
-    backend = RosControlBackend(arm.rm, arm.link())
-    backend.monotonic = lambda: arm.now
-    backend.connect()
-    L = OfflineLoop(backend=backend)
-    wait = backend.sample_timeout(L.dt)
-    clock = BackendClock(backend, wait, int(wait / L.dt))
-    v = np.zeros(7)
-    v[3] = -0.8
-    given = []
+class Paced:
+    """A velocity stream of -0.8 rad/s on right_j3, the loop paced by the arm's samples through the loop process's
+    own clock (``BackendClock``, built as the process builds it); every command the loop sends is recorded."""
 
-    def cycle():
-        clock.wait()
-        L.send(VELOCITY_MODE, CFG.joint_names, velocity=v)
-        L.step()
+    V = -0.8
 
-    def stream(periods: int) -> None:
+    def __init__(self, interface: str):
+        from intera_compat.loop.process import BackendClock
+        self.arm = arm = Arm(interface)
+        self.backend = backend = RosControlBackend(arm.rm, arm.link())
+        backend.monotonic = lambda: arm.now
+        os.write(arm.wake_w, b"\x01" * 40)  # (pokes from before the loop came: none is a cycle due)
+        backend.connect()
+        self.L = OfflineLoop(backend=backend)
+        wait = backend.sample_timeout(self.L.dt)
+        self.clock = BackendClock(backend, wait, int(wait / self.L.dt))
+        self.sent = []  # (loop time, right_j3's command) of every command written to the bridge
+        publish = backend.hw_out.publish_local
+
+        def recorded():
+            o = backend.hw_out.local
+            self.sent.append((self.L.cycle.now, float(getattr(o, interface)[3])))
+            publish()
+        backend.hw_out.publish_local = recorded
+
+    def cycle(self) -> None:
+        self.clock.wait()
+        v = np.zeros(7)
+        v[3] = self.V
+        self.L.send(VELOCITY_MODE, CFG.joint_names, velocity=v)
+        self.L.step()
+
+    def stream(self, periods: int) -> None:
+        """The arm runs a period, the bridge pokes for its sample, the loop cycles on it (and on what is due)."""
         for _ in range(periods):
-            arm.step(L.dt)
-            os.write(arm.wake_w, b"\x01")  # (the bridge: a poke a sample)
-            cycle()
-            given.append(arm.given[3])
+            self.arm.step(self.L.dt)
+            os.write(self.arm.wake_w, b"\x01")
+            self.cycle()
+            while self.clock.owed:
+                self.cycle()
+
+
+def test_a_velocity_arm_that_ran_on_between_two_samples_has_its_time_caught_up_and_gets_one_command():
+    """A review's find: the hop from a velocity arm stalls for 95 ms while it runs at -0.8 rad/s; rospy then hands
+    the bridge only the newest sample (one poke). Cycles on the stale sample every 1.5 periods held the reference
+    near the old reading and the P-term pushed on (-1.30 rad/s, then +0.28: reversed); one cycle for the new sample
+    left the reference 0.08 rad behind an arm that ran on (+0.5 rad/s: reversed, then -2.1); a cycle per poke after
+    a stall of the loop process sent a burst of commands (+0.5, -0.76 ... -2.43). Now: no cycle without a sample
+    until the link timeout, then as many cycles as the arm's stamps say passed, back to back, and only the last one
+    sent."""
+    p = Paced("velocity")
     try:
-        stream(100)  # at speed
-        assert wait > 0.095 and clock.owed == 0
-        arm.silent = True
+        p.stream(100)  # at speed
+        assert p.clock.caught_up == 0  # (the pokes from before the loop came were drained)
+        p.arm.silent = True
         for _ in range(19):  # 95 ms: the arm runs on, its samples held up on the way
-            arm.step(L.dt)
-        assert backend.wait(0.0) == 0  # (nothing came: no cycle)
-        arm.silent = False
-        arm.publish()
-        os.write(arm.wake_w, b"\x01" * 19)  # they come at once
-        for _ in range(19):
-            cycle()
-        assert clock.owed == 0
-        stream(200)
-        after = np.array(given[100:])
+            p.arm.step(p.L.dt)
+        assert p.backend.wait(0.0) == 0  # (nothing came: no cycle)
+        p.arm.silent = False
+        p.arm.publish()  # the newest sample comes: one poke
+        os.write(p.arm.wake_w, b"\x01")
+        t0, sent0 = p.L.cycle.now, len(p.sent)
+        p.cycle()
+        while p.clock.owed:
+            p.cycle()
+        assert p.clock.caught_up == 18 and p.L.cycle.now - t0 == pytest.approx(19 * p.L.dt)  # the arm's 95 ms
+        assert len(p.sent) - sent0 == 1  # one command for them
+        p.stream(200)
+        after = np.array([v for _, v in p.sent[sent0:]])
         assert after.max() < 0.0, after.max()  # never reversed
-        assert after.min() > -0.8 * 1.35 and L.state.local.fault_code[0] == 0, after.min()
+        assert after.min() > p.V * 1.35 and p.L.state.local.fault_code[0] == 0, after.min()
     finally:
-        arm.close()
+        p.arm.close()
+
+
+def test_a_position_arm_held_its_target_while_the_loop_stalled_and_gets_no_catch_up():
+    """The loop process stalls for 95 ms (pokes pile up) while a position arm's controller holds the last target:
+    the arm stood still, so one cycle is due, not 19 (which would step the target 0.076 rad ahead of an arm at
+    rest: 1.85 times the speed asked, 84 rad/s², in a review's run)."""
+    p = Paced("position")
+    try:
+        p.stream(100)
+        before = p.sent[-1][1]
+        for _ in range(19):  # the arm publishes, the bridge pokes, the loop does not run
+            p.arm.step(p.L.dt)
+            os.write(p.arm.wake_w, b"\x01")
+        p.cycle()
+        assert p.clock.owed == 0 and p.clock.caught_up == 0
+        assert abs(p.sent[-1][1] - before) < 1.5 * abs(p.V) * p.L.dt  # a period's step, as before the stall
+        p.stream(100)
+        steps = np.diff([q for _, q in p.sent])
+        assert np.abs(steps).max() < 1.5 * abs(p.V) * p.L.dt and p.L.state.local.fault_code[0] == 0
+    finally:
+        p.arm.close()
 
 
 def test_a_lost_link_stops_the_robot_and_nothing_moves_on_reconnect_until_reset_and_enable(rig):

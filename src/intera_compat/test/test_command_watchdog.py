@@ -97,12 +97,15 @@ def test_bad_settings_are_refused_naming_the_field(timeout, repeat, field):
         CommandWatchdog(timeout, repeat)
 
 
-def test_the_silence_is_the_stop_timeout_but_never_less_than_three_periods():
+def test_the_silence_is_the_stop_timeout_but_never_less_than_the_link_timeout_and_two_and_a_half_periods():
+    # (a running loop writes at least once a sample, or at the link timeout and half a period without one)
     cfg = types.SimpleNamespace(raw=dict(CFG.raw, ros_control={"interface": "velocity", "rate": 200}),
                                 path="x.yaml", all_joints=CFG.all_joints)
     s = RosControlSettings.from_config(cfg)
-    assert s.zeroed and s.silence == pytest.approx(0.1)
-    assert RosControlSettings.from_config(cfg, rate=10).silence == pytest.approx(0.3)
+    assert s.zeroed and s.silence == pytest.approx(0.1125)
+    assert RosControlSettings.from_config(cfg, rate=10).silence == pytest.approx(0.55)  # (link timeout: 3 periods)
+    cfg.raw["ros_control"]["stop_timeout"] = 0.5
+    assert RosControlSettings.from_config(cfg).silence == pytest.approx(0.5)
     assert RosControlSettings.from_config(cfg, interface="effort").zeroed
     assert not RosControlSettings.from_config(cfg, interface="position").zeroed
     cfg.raw = dict(CFG.raw, ros_control={"stop_timeout": 0.0})

@@ -544,7 +544,7 @@ def test_a_cobot_loop_that_stops_cycling_has_its_motion_stopped_by_the_plc(cobot
     assert 0.0 <= d["forgiven"] <= LIFEBIT_TIMEOUT  # (the PLC server's own stalls, forgiven up to one timeout)
     assert LIFEBIT_TIMEOUT - REPORTED < d["tripped"] - d["before"] - d["forgiven"] <= LIFEBIT_TIMEOUT + SLOT
     assert d["speed"] > 0.1  # (it was under way)
-    assert d["rest"] - d["before"] <= 0.5
+    assert d["rest"] - d["before"] - d["forgiven"] <= 0.5  # (the time forgiven is not the client's silence)
     print(f"Cobot, loop hung at {d['speed']:.2f} rad/s: at rest {d['rest'] - d['tripped']:.3f} s after the PLC's "
           f"lifebit stop, {d['rest'] - d['before']:.3f} s after the lifebit's last change (PLC time)")
 
@@ -608,6 +608,6 @@ def test_a_cobot_loop_process_killed_mid_motion_has_its_motion_stopped_by_the_pl
     assert d["trips"] == 1 and cobot_plc("state") == (2, 300) and d["speed"] > 0.2
     assert 0.0 <= d["forgiven"] <= LIFEBIT_TIMEOUT  # (the PLC server's own stalls, forgiven up to one timeout)
     assert LIFEBIT_TIMEOUT - REPORTED < d["tripped"] - d["before"] - d["forgiven"] <= LIFEBIT_TIMEOUT + SLOT
-    assert d["rest"] - d["before"] <= 0.5
+    assert d["rest"] - d["before"] - d["forgiven"] <= 0.5  # (the time forgiven is not the client's silence)
     print(f"Cobot, loop process killed at {d['speed']:.2f} rad/s: at rest {d['rest'] - d['tripped']:.3f} s after the "
           f"PLC's lifebit stop, {d['rest'] - d['before']:.3f} s after the lifebit's last change (PLC time)")

@@ -237,10 +237,10 @@ def test_the_settings_carry_the_hold_and_refuse_bad_gains_naming_the_field():
                                 all_joints=CFG.all_joints)
     s = RosControlSettings.from_config(cfg)
     assert (s.hold_frequency, s.hold_damping, s.hold_on_exit) == (2.0, 1.0, 2.0)
-    assert s.stale_after == pytest.approx(0.1) and not s.hold_capped  # (the silence: 3 periods are 0.06 s)
-    assert RosControlSettings.from_config(cfg, rate=10).stale_after == pytest.approx(0.3)
+    assert s.stale_after == pytest.approx(0.15) and not s.hold_capped  # (the silence: 0.1 s + 2.5 periods)
+    assert RosControlSettings.from_config(cfg, rate=10).stale_after == pytest.approx(0.55)
     h = s.effort_hold(RobotModel(CFG))
-    assert h.omega == pytest.approx(4 * math.pi) and h.stale_after == pytest.approx(0.1)
+    assert h.omega == pytest.approx(4 * math.pi) and h.stale_after == pytest.approx(0.15)
     for key, bad in (("hold_frequency", 0.0), ("hold_damping", float("nan")), ("hold_on_exit", -1.0),
                      ("hold_frequency", "2")):
         cfg.raw = dict(CFG.raw, ros_control={key: bad})

@@ -39,6 +39,7 @@ class Backend(abc.ABC):
     clock: bool = False  # the arm paces the loop (``wait``)
     holds_itself: bool = False  # disabled, its own controller holds it, even taking torques (a UR's direct torque)
     paced: bool = False  # trajectory-only: the loop's reference follows the arm's progress (its own timing)
+    deferred: bool = False  # clock backends: the cycle catches up on the arm's time; only the last one's write is sent
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:
@@ -64,8 +65,9 @@ class Backend(abc.ABC):
         """Send one cycle's command (simulated backends step their plant here)."""
 
     def wait(self, timeout: float) -> int:
-        """Clock backends: block until the arm's next sample or ``timeout`` seconds; the samples that came (0: none;
-        a bool, True for one or more, is taken as one)."""
+        """Clock backends: block until the arm's next sample or ``timeout`` seconds; the cycles that sample is due
+        (0: none came; 1 a cycle; more: the arm's time ran on by as many periods and the loop is to catch up; a bool,
+        True for a sample, is taken as one)."""
         raise NotImplementedError(f"{type(self).__name__} is not a clock")
 
     def sample_timeout(self, dt: float) -> float:

@@ -130,8 +130,11 @@ class RosControlSettings:
     @property
     def silence(self) -> float:
         """s without a command, after a moving one, that means the loop is gone: ``stop_timeout``, but never less
-        than 3 periods (the loop writes at least every 1.5 periods while it runs, samples or not)."""
-        return max(self.stop_timeout, 3.0 / self.rate)
+        than the longest a running loop goes without writing and 2 periods more (it writes once a sample, and
+        without samples once at the link timeout and half a period, ``RosControlBackend.sample_timeout``, when it
+        reports the link lost and brakes): a gap in the arm's joint states just short of the link timeout is not a
+        dead loop."""
+        return max(self.stop_timeout, self.lost_after + 2.5 / self.rate)
 
     @property
     def lost_after(self) -> float:
@@ -183,8 +186,9 @@ class JointStateMap:
 
 
 def in_layout(n: int) -> Layout:
-    """bridge → loop: ``sample`` counts joint-state messages; ``fault`` a code the bridge saw (0: none)."""
-    return Layout((("sample", 1), ("position", n), ("velocity", n), ("effort", n), ("speed_scaling", 1),
+    """bridge → loop: ``sample`` counts joint-state messages, ``stamp`` is the last one's time (s: the arm's stamp,
+    or the bridge's monotonic clock when the arm stamps nothing); ``fault`` a code the bridge saw (0: none)."""
+    return Layout((("sample", 1), ("stamp", 1), ("position", n), ("velocity", n), ("effort", n), ("speed_scaling", 1),
                    ("fault", 1), ("fault_joint", 1), ("traj_seq", 1), ("traj_state", 1), ("traj_time", 1)))
 
 
@@ -223,6 +227,8 @@ class RosControlBackend(Backend):
         self._drain = bytearray(256)
         self._poke = b"\x01"
         self.link_timeout = s.lost_after
+        self.catch_up = s.zeroed  # (a velocity or effort arm runs on between samples; a position arm holds)
+        self._cycled = (-1.0, 0.0)  # (sample, stamp) the last cycle ran on
         self._last_sample = -1.0
         self.monotonic = time.monotonic  # (tests put the arm's clock here)
         self._last_seen = 0.0  # monotonic() of the last new sample
@@ -247,18 +253,39 @@ class RosControlBackend(Backend):
         return self.link_timeout + 0.5 * self.period
 
     def wait(self, timeout: float) -> int:
-        """Block until the next joint-state sample or ``timeout`` s; the samples that came (the bridge pokes once a
-        sample: several at once after a stall of the hop; 0 at the timeout)."""
-        try:
-            r, _, _ = select.select((self.wake_fd,), (), (), timeout)
-        except InterruptedError:
-            return 0
-        if not r:
-            return 0
-        try:
-            return max(1, os.readv(self.wake_fd, (self._drain,)))
-        except BlockingIOError:
+        """Block until a joint-state sample the loop has not cycled on, or ``timeout`` s (0). The cycles it is due:
+        one; on a velocity or effort arm (which ran on with its last command meanwhile) as many periods as the arm's
+        stamps say passed since the last sample cycled on — rospy hands the bridge only the newest of messages
+        that came together, so pokes do not count them — but one after a gap longer than the link timeout (the
+        robot was stopped: nothing to catch up on). A position arm's controller held its last target: one."""
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0.0:
+                return 0
+            try:
+                r, _, _ = select.select((self.wake_fd,), (), (), left)
+            except InterruptedError:
+                continue
+            if not r:
+                return 0
+            try:
+                if os.readv(self.wake_fd, (self._drain,)) == 0:  # the bridge's end is gone (the node ends)
+                    time.sleep(left)
+                    return 0
+            except BlockingIOError:
+                pass
+            rec = self.hw_in
+            rec.read()
+            sample, stamp = rec.local.sample[0], rec.local.stamp[0]
+            if sample != self._cycled[0]:
+                break
+        _, last = self._cycled
+        self._cycled = (sample, stamp)
+        gap = stamp - last
+        if not self.catch_up or not (0.0 < gap < self.link_timeout + 0.5 * self.period):
             return 1
+        return max(1, int(round(gap / self.period)))
 
     def connect(self) -> None:
         """Wait for the arm's first joint states (nothing is known of it before)."""
@@ -271,6 +298,12 @@ class RosControlBackend(Backend):
                 raise RuntimeError(f"no joint states from the arm on {self.settings.joint_states} within "
                                    f"{self.settings.startup_timeout:g} s (is its ros_control up?)")
             self.wait(0.1)
+        self._cycled = (self.hw_in.local.sample[0], self.hw_in.local.stamp[0])
+        try:  # (pokes for samples before this one: no cycles are due for them)
+            while os.readv(self.wake_fd, (self._drain,)):
+                pass
+        except BlockingIOError:
+            pass
         self._last_seen = self.monotonic()
 
     def read(self, state: HardwareState) -> None:
@@ -297,7 +330,7 @@ class RosControlBackend(Backend):
             state.fault = 0
 
     def write(self, command: HardwareCommand) -> None:
-        if self.forwarding or not (self.sending or self._zero_once):
+        if self.forwarding or self.deferred or not (self.sending or self._zero_once):
             return
         o = self.hw_out.local
         self._commands += 1

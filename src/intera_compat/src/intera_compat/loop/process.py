@@ -33,22 +33,27 @@ LATE_US = 100.0
 
 
 class BackendClock:
-    """The Scheduler's interface for an arm that is the clock: a cycle per sample, none skipped by us — samples that
-    came together (a stalled hop delivers them at once) get a cycle each, back to back, up to ``most`` (the loop's
-    time then keeps the arm's: a reference that fell behind an arm running on would be pulled back); a sample late
-    by more than ``timeout`` runs a cycle anyway (the backend reports the lost link in it)."""
+    """The Scheduler's interface for an arm that is the clock: a cycle per sample, none without one until
+    ``timeout`` (the cycle then runs anyway and the backend reports the lost link in it). A sample that comes
+    periods after the last one, on an arm that ran on meanwhile (``Backend.wait`` says how many are due), gets
+    that many cycles back to back, up to ``most``, so that the loop's time keeps the arm's (a reference left behind
+    an arm running on would be pulled back: reversed), and only the last of them is sent (``Backend.deferred``:
+    the ones between would be a burst of commands steered on a single sample)."""
 
     def __init__(self, backend, timeout: float, most: int):
         self.backend, self.timeout, self.most = backend, timeout, max(1, most)
         self.skipped = 0
-        self.owed = 0  # cycles still due for samples that came together
+        self.owed = 0  # cycles still due for the last sample
+        self.caught_up = 0  # cycles run to catch up, in all
 
     def wait(self) -> float:
         if self.owed > 0:
             self.owed -= 1
-            return 0.0
-        came = int(self.backend.wait(self.timeout))  # (the samples that came; 0: the timeout)
-        self.owed = min(came, self.most) - 1 if came > 1 else 0
+        else:
+            due = int(self.backend.wait(self.timeout))  # (0: the timeout)
+            self.owed = min(due, self.most) - 1 if due > 1 else 0
+            self.caught_up += self.owed
+        self.backend.deferred = self.owed > 0
         return 0.0
 
     def advance(self) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import select
 import threading
+import time
 
 import numpy as np
 import rospy
@@ -125,6 +126,8 @@ class RosControlBridge:
                     o.fault[0], o.fault_joint[0] = FAULT_CONTROLLER_ERROR, -1
             self.samples += 1
             o.sample[0] = self.samples
+            stamp = msg.header.stamp.to_sec()
+            o.stamp[0] = stamp if stamp > 0.0 else time.monotonic()  # (the arm's time: the loop's catch-up)
             self.hw_in.publish_local()
             try:
                 os.write(self.wake_w, b"\x01")
