@@ -107,7 +107,7 @@ def test_direct_torque_sends_the_loops_torque_less_gravity_and_only_on_fresh_fee
     b.brake()
     b.write(cmd)
     assert b.ctrl.sent[-1] == ("kickWatchdog", ())  # disabled: cleared at once (the stop chore's stopJ follows)
-    assert b.watchdog_hz >= 50.0  # (at least 50 Hz with direct torque, whatever the config says)
+    assert b.watchdog_hz >= 50.0  # (at least ur.torque_watchdog_hz, 50 Hz, with direct torque)
 
 
 def test_force_mode_is_sent_twice_on_a_change_then_refreshed_and_a_wall_push_not_every_cycle():
@@ -131,6 +131,9 @@ def test_the_rtde_watchdog_is_required_on_every_interface_and_at_least_2_hz():
             with pytest.raises(ValueError, match=r"ur.watchdog_hz .*at least 2 Hz"):
                 URSettings.from_config(CFG, {"interface": interface, "watchdog_hz": hz})
     assert URSettings.from_config(CFG, {"watchdog_hz": 2}).watchdog_hz == 2.0
+    with pytest.raises(ValueError, match=r"ur.torque_watchdog_hz 5: at least 10 Hz"):
+        URSettings.from_config(CFG, {"torque_watchdog_hz": 5})
+    assert URSettings.from_config(CFG, {"torque_watchdog_hz": "10"}).torque_watchdog_hz == 10.0  # (a launch's string)
 
 
 def test_close_stops_the_motion_then_the_control_script_before_it_disconnects():

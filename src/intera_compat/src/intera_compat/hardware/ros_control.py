@@ -85,13 +85,16 @@ class RosControlSettings:
     hold_on_exit: float = 2.0
 
     @classmethod
-    def from_config(cls, cfg, interface: str = "", rate: float = 0.0) -> "RosControlSettings":
-        """``interface``, ``rate`` (> 0): override the config's (launch arguments)."""
+    def from_config(cls, cfg, interface: str = "", rate: float = 0.0,
+                    link_timeout: float = 0.0) -> "RosControlSettings":
+        """``interface``, ``rate``, ``link_timeout`` (> 0): override the config's (launch arguments)."""
         raw = dict(cfg.raw.get("ros_control") or {})
         if interface:
             raw["interface"] = interface
         if rate > 0.0:
             raw["rate"] = float(rate)
+        if link_timeout > 0.0:
+            raw["link_timeout"] = float(link_timeout)
         topics = {**cls().command_topics, **(raw.pop("command_topics", None) or {})}
         unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
         if unknown:
@@ -210,7 +213,8 @@ class RosControlBackend(Backend):
     def __init__(self, rm, link: dict):
         super().__init__(rm.cfg.all_joints)
         self.rm = rm
-        self.settings = s = RosControlSettings.from_config(rm.cfg, link.get("interface", ""), link.get("rate", 0.0))
+        self.settings = s = RosControlSettings.from_config(rm.cfg, link.get("interface", ""), link.get("rate", 0.0),
+                                                           link.get("link_timeout", 0.0))
         self.capabilities = s.capabilities()
         self.period = 1.0 / s.rate
         n = len(self.joint_names)
@@ -238,7 +242,8 @@ class RosControlBackend(Backend):
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:
-        s = RosControlSettings.from_config(cfg, options.get("interface", ""), options.get("rate", 0.0))
+        s = RosControlSettings.from_config(cfg, options.get("interface", ""), options.get("rate", 0.0),
+                                           options.get("link_timeout", 0.0))
         return s.capabilities()
 
     # ---- pacing: the arm's joint states are the clock -------------------------------------------------

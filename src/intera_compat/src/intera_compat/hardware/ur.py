@@ -77,7 +77,7 @@ FRAME_MOVED = (0.005, 0.01)  # m, rad: a task frame that moved further is sent a
 WRENCH_CHANGED = 0.2  # N or Nm: a wrench (a wall's push) that changed more is sent again ...
 FORCE_MODE_GAP = 4  # ... at most every this many cycles (the stream's servoJ goes in the others)
 FORCE_MODE_REFRESH = 0.05  # s: forceMode is sent again this often while it stays the same
-TORQUE_WATCHDOG_HZ = 50.0  # the least RTDE watchdog rate with direct torque (the script re-applies a stale torque)
+MIN_TORQUE_WATCHDOG_HZ = 10.0  # the least ``torque_watchdog_hz`` (a stale torque re-applied for 0.1 s at most)
 MIN_WATCHDOG_HZ = 2.0  # the least RTDE watchdog rate: a dead loop's arm is stopped within 0.5 s plus its deceleration
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "torque": Capability.TORQUE}
 DIRECT_TORQUE_SINCE = (5, 26)  # PolyScope: ur_rtde's control script has direct_torque from this version on
@@ -91,7 +91,7 @@ VARIABLES = ["timestamp", "actual_q", "actual_qd", "actual_TCP_force", "speed_sc
 @dataclass
 class URSettings:
     """``ur`` in the robot config (launch arguments override ``robot_ip``, ``rate``, ``link_timeout``,
-    ``interface``)."""
+    ``interface``, ``torque_watchdog_hz``)."""
 
     robot_ip: str = "127.0.0.1"
     rate: float = 500.0  # Hz: RTDE and the loop (e-Series 500, CB3 125)
@@ -101,6 +101,7 @@ class URSettings:
     speed_acceleration: float = 4.0  # rad/s², speedJ's acceleration towards each new velocity
     stop_deceleration: float = 10.0  # rad/s², servoStop / speedStop
     watchdog_hz: float = 10.0  # the RTDE watchdog's minimum input rate (>= MIN_WATCHDOG_HZ: the dead-man)
+    torque_watchdog_hz: float = 50.0  # ... at least this with direct torque (the script re-applies a stale torque)
     link_timeout: float = 0.05  # s without a new RTDE sample: the link is lost
     power_on: bool = True  # enable powers the arm on and releases its brakes if it needs it
     ft_sensor: bool = True  # the arm measures the TCP wrench (e-Series): interaction control by admittance
@@ -129,11 +130,14 @@ class URSettings:
             if v.shape != (2,) or not (np.isfinite(v).all() and (v > 0).all()):
                 raise ValueError(f"{cfg.path}: ur.{name} {getattr(s, name)!r}: two numbers > 0 (linear, angular)")
             setattr(s, name, tuple(float(x) for x in v))
-        s.watchdog_hz = float(s.watchdog_hz)
+        s.watchdog_hz, s.torque_watchdog_hz = float(s.watchdog_hz), float(s.torque_watchdog_hz)
         if not s.watchdog_hz >= MIN_WATCHDOG_HZ:
             raise ValueError(f"{cfg.path}: ur.watchdog_hz {s.watchdog_hz:g}: at least {MIN_WATCHDOG_HZ:g} Hz (the "
                              f"dead-man: the controller stops the program {1 / MIN_WATCHDOG_HZ:g} s at most after the "
                              f"loop went quiet; a speedJ, a torque, force mode or freedrive would outlive a dead loop)")
+        if not s.torque_watchdog_hz >= MIN_TORQUE_WATCHDOG_HZ:
+            raise ValueError(f"{cfg.path}: ur.torque_watchdog_hz {s.torque_watchdog_hz:g}: at least "
+                             f"{MIN_TORQUE_WATCHDOG_HZ:g} Hz (the script re-applies the last torque until it stops)")
         if cfg.n_arm != 6 or cfg.head_joint:
             raise ValueError(f"{cfg.path}: a UR arm has 6 joints and no head (config: {cfg.n_arm} arm joints, "
                              f"head {cfg.head_joint!r})")
@@ -248,7 +252,7 @@ class URBackend(Backend):
         self._failures_told = 0
         self.chore_error = ""  # the last failed chore's text (a controller error until reset / enable)
         # while nothing is streamed the watchdog is kicked 4× faster than it needs
-        self.watchdog_hz = max(s.watchdog_hz, TORQUE_WATCHDOG_HZ) if self.torque_mode else s.watchdog_hz
+        self.watchdog_hz = max(s.watchdog_hz, s.torque_watchdog_hz) if self.torque_mode else s.watchdog_hz
         self._kick_period = 0.25 / self.watchdog_hz if self.watchdog_hz > 0 else 0.0  # s (by the clock: a loop
         self._kicked = -np.inf  # whose cycles run late must not kick less often)
         self.ctrl_lock = threading.Lock()

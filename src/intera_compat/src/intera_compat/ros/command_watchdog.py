@@ -7,9 +7,9 @@ come back; when the watchdog shuts down (a launch taken down with the realtime_l
 rests (``ros_control.hold_on_exit`` at most) and leaves gravity compensation at its pose as the last word.
 
 Parameters: ``~config`` (robot config; "" the default), ``~interface`` ("" the config's ``ros_control.interface``),
-``~rate`` (Hz, 0 the config's), ``~timeout`` (s of silence after a moving command; 0: the config's
-``ros_control`` silence, ``max(stop_timeout, link timeout + 2.5 periods)``), ``~repeat`` (s between zeros while the
-silence lasts; 0 once), ``~topic`` ("" the controller's command topic from the config). Times are ROS time
+``~rate`` (Hz, 0 the config's), ``~link_timeout`` (s, 0 the config's), ``~timeout`` (s of silence after a moving
+command; 0: the config's ``ros_control`` silence, ``max(stop_timeout, link timeout + 2.5 periods)``), ``~repeat`` (s
+between zeros while the silence lasts; 0 once), ``~topic`` ("" the controller's command topic from the config). Times are ROS time
 (simulated time under ``/use_sim_time``). On a position or trajectory controller there is nothing to do (it holds
 its last position): the node says so and exits. Run it on the arm's computer (a ``<machine>``) and it also covers
 a lost network link. The effort hold's model is built from the same config (its URDF) as the loop's.
@@ -107,7 +107,8 @@ def main() -> None:
     try:
         cfg = load_config(rospy.get_param("~config", None) or None)
         s = RosControlSettings.from_config(cfg, str(rospy.get_param("~interface", "")),
-                                           float(rospy.get_param("~rate", 0.0)))
+                                           float(rospy.get_param("~rate", 0.0)),
+                                           float(rospy.get_param("~link_timeout", 0.0)))
         timeout = float(rospy.get_param("~timeout", 0.0)) or s.silence
         dog = CommandWatchdog(timeout, float(rospy.get_param("~repeat", 1.0)))
     except (ValueError, RuntimeError) as e:

@@ -106,11 +106,12 @@ class RealtimeLoopNode:
         options, fds = {}, ()
         if backend == "ros_control":  # the arm's topics, for the loop process (which has no rospy)
             self.bridge = RosControlBridge(cfg, rospy.get_param("~ros_control_interface", ""),
-                                           float(rospy.get_param("~ros_control_rate", 0.0)))
+                                           float(rospy.get_param("~ros_control_rate", 0.0)),
+                                           float(rospy.get_param("~ros_control_link_timeout", 0.0)))
             options, fds = self.bridge.link, self.bridge.child_fds
         elif backend == "ur":  # launch arguments over the config's ur section ("" / 0: the config's)
             options = {k: rospy.get_param(f"~ur_{k}", "")
-                       for k in ("robot_ip", "rate", "link_timeout", "interface")}
+                       for k in ("robot_ip", "rate", "link_timeout", "interface", "torque_watchdog_hz")}
             options = {k: v for k, v in options.items() if v not in ("", 0, 0.0)}
         elif backend in ("sim", "sim_position"):  # where the arm starts ("": the config's sim.initial_pose)
             options = {"initial_pose": str(rospy.get_param("~initial_pose", ""))}

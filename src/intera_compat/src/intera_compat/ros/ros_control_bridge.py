@@ -44,9 +44,9 @@ CLOSE_WAIT = 1.0  # s close() waits for the send thread to pass on the loop's la
 
 
 class RosControlBridge:
-    def __init__(self, cfg, interface: str = "", rate: float = 0.0):
-        self.s = s = RosControlSettings.from_config(cfg, interface, rate)
-        self.interface, self.rate = interface, rate
+    def __init__(self, cfg, interface: str = "", rate: float = 0.0, link_timeout: float = 0.0):
+        self.s = s = RosControlSettings.from_config(cfg, interface, rate, link_timeout)
+        self.interface, self.rate, self.link_timeout = interface, rate, link_timeout
         self.joints = list(s.joints)
         n = self.n = len(self.joints)
         self.hw_in = SeqlockRecord(in_layout(n), create=True)
@@ -84,7 +84,7 @@ class RosControlBridge:
     def link(self) -> dict:
         """What the loop process needs (pipe ends it inherits: ``pass_fds``)."""
         link = {"in": self.hw_in.name, "out": self.hw_out.name, "wake_fd": self.wake_r, "command_fd": self.command_w,
-                "interface": self.interface, "rate": self.rate}
+                "interface": self.interface, "rate": self.rate, "link_timeout": self.link_timeout}
         if self.forwarder is not None:
             link["traj"] = self.forwarder.rec.name
         return link
