@@ -182,86 +182,144 @@ class Paced:
         os.write(arm.wake_w, b"\x01" * 40)  # (pokes from before the loop came: none is a cycle due)
         backend.connect()
         self.L = OfflineLoop(backend=backend)
-        wait = backend.sample_timeout(self.L.dt)
-        self.clock = BackendClock(backend, wait, int(wait / self.L.dt))
-        self.sent = []  # (loop time, right_j3's command) of every command written to the bridge
+        self.clock = BackendClock(backend, backend.sample_timeout(self.L.dt))
+        self.sent = []  # right_j3's command of every command written to the bridge
         publish = backend.hw_out.publish_local
 
         def recorded():
-            o = backend.hw_out.local
-            self.sent.append((self.L.cycle.now, float(getattr(o, interface)[3])))
+            self.sent.append(float(getattr(backend.hw_out.local, interface)[3]))
             publish()
         backend.hw_out.publish_local = recorded
 
-    def cycle(self) -> None:
+    def cycles(self) -> int:
+        """The loop's turn: a wait and the cycles it makes due (0: none came)."""
         self.clock.wait()
-        v = np.zeros(7)
-        v[3] = self.V
-        self.L.send(VELOCITY_MODE, CFG.joint_names, velocity=v)
-        self.L.step()
+        n = 1 + self.clock.owed
+        for k in range(n):
+            if k:
+                self.clock.wait()
+            v = np.zeros(7)
+            v[3] = self.V
+            self.L.send(VELOCITY_MODE, CFG.joint_names, velocity=v)
+            self.L.step()
+        return n
 
-    def stream(self, periods: int) -> None:
-        """The arm runs a period, the bridge pokes for its sample, the loop cycles on it (and on what is due)."""
-        for _ in range(periods):
+    def stream(self, periods: int, late=lambda k: 0.0) -> None:
+        """The arm runs a period, the bridge pokes for its sample (stamped ``late(k)`` periods late), the loop
+        takes its turn."""
+        for k in range(periods):
             self.arm.step(self.L.dt)
+            self.arm.hw_in.local.stamp[0] = self.arm.now + late(k) * self.L.dt
+            self.arm.hw_in.publish_local()
             os.write(self.arm.wake_w, b"\x01")
-            self.cycle()
-            while self.clock.owed:
-                self.cycle()
+            self.cycles()
+
+    def close(self) -> None:
+        self.arm.close()
 
 
-def test_a_velocity_arm_that_ran_on_between_two_samples_has_its_time_caught_up_and_gets_one_command():
+@pytest.fixture
+def paced(request):
+    made = []
+
+    def make(interface):
+        made.append(Paced(interface))
+        return made[-1]
+    yield make
+    for p in made:
+        p.close()
+
+
+def test_a_velocity_arm_that_ran_on_between_two_samples_has_its_time_caught_up_and_gets_one_command(paced):
     """A review's find: the hop from a velocity arm stalls for 95 ms while it runs at -0.8 rad/s; rospy then hands
     the bridge only the newest sample (one poke). Cycles on the stale sample every 1.5 periods held the reference
     near the old reading and the P-term pushed on (-1.30 rad/s, then +0.28: reversed); one cycle for the new sample
-    left the reference 0.08 rad behind an arm that ran on (+0.5 rad/s: reversed, then -2.1); a cycle per poke after
-    a stall of the loop process sent a burst of commands (+0.5, -0.76 ... -2.43). Now: no cycle without a sample
-    until the link timeout, then as many cycles as the arm's stamps say passed, back to back, and only the last one
-    sent."""
-    p = Paced("velocity")
-    try:
-        p.stream(100)  # at speed
-        assert p.clock.caught_up == 0  # (the pokes from before the loop came were drained)
-        p.arm.silent = True
-        for _ in range(19):  # 95 ms: the arm runs on, its samples held up on the way
-            p.arm.step(p.L.dt)
-        assert p.backend.wait(0.0) == 0  # (nothing came: no cycle)
-        p.arm.silent = False
-        p.arm.publish()  # the newest sample comes: one poke
+    left the reference 0.08 rad behind an arm that ran on (+0.5 rad/s: reversed, then -2.1); cycles that caught up
+    on the new sample had the following window drag the reference (-0.50, then -1.05). Now: no cycle without a
+    sample until the link timeout, then as many cycles as the arm's stamps say passed, on the arm's state between
+    the two samples, and only the last one sent — the speed asked, at once."""
+    p = paced("velocity")
+    p.stream(100)  # at speed
+    assert p.clock.caught_up == 0 and p.sent[-1] == pytest.approx(p.V, rel=0.02)
+    p.arm.silent = True
+    for _ in range(19):  # 95 ms: the arm runs on, its samples held up on the way
+        p.arm.step(p.L.dt)
+    p.arm.silent = False
+    p.arm.publish()  # the newest sample comes: one poke
+    os.write(p.arm.wake_w, b"\x01")
+    t0, sent0 = p.L.cycle.now, len(p.sent)
+    assert p.cycles() == 19  # the arm's 95 ms
+    assert p.clock.caught_up == 18 and p.L.cycle.now - t0 == pytest.approx(19 * p.L.dt)
+    assert len(p.sent) - sent0 == 1 and p.sent[-1] == pytest.approx(p.V, rel=0.1)  # one command: the speed asked
+    p.stream(200)
+    after = np.array(p.sent[sent0:])
+    assert np.abs(after - p.V).max() < 0.1 * abs(p.V), after  # neither reversed, nor slowed, nor sped up
+    assert p.L.state.local.fault_code[0] == 0
+
+
+def test_stamp_jitter_does_not_add_up_to_a_faster_loop(paced):
+    """A review's find: each gap rounded on its own (a late stamp: 2 cycles, the on-time one after it: 1) ran the
+    loop's time 9 % ahead of the arm's with 10 % of the samples 0.7 period late, and the arm faster than asked."""
+    p = paced("velocity")
+    p.stream(20)
+    t0, a0 = p.L.cycle.now, p.arm.now
+    p.stream(400, late=lambda k: 0.7 if k % 10 == 3 else 0.0)
+    assert abs((p.L.cycle.now - t0) - (p.arm.now - a0)) <= 1.5 * p.L.dt  # the loop's time keeps the arm's
+    assert np.abs(np.array(p.sent[-300:]) - p.V).max() < 0.05 * abs(p.V)
+
+
+def test_a_step_of_the_arms_clock_is_no_time_to_catch_up(paced):
+    p = paced("velocity")
+    p.stream(20)
+    sent0 = len(p.sent)
+    p.stream(1, late=lambda k: 10.0)  # its clock jumps 50 ms (within the link timeout) between two samples
+    assert p.clock.caught_up <= 1  # (at most a period more than the loop's own clock saw pass)
+    p.stream(100, late=lambda k: 10.0)
+    assert np.abs(np.array(p.sent[sent0:]) - p.V).max() < 0.1 * abs(p.V)
+
+
+def test_a_loop_that_fell_behind_a_running_arm_by_more_than_the_link_timeout_stops_the_robot(paced):
+    """The loop process stalls for 150 ms while a velocity arm runs on and its samples keep coming: more than it
+    can catch up (the link timeout). A single cycle reversed the arm (+0.50 rad/s, then -2.15) in a review's run:
+    now it is a fault — the loop lost the arm for longer than its link timeout — and the robot stops."""
+    p = paced("velocity")
+    p.stream(50)
+    sent0 = len(p.sent)
+    for _ in range(30):  # samples and pokes, no turn of the loop's
+        p.arm.step(p.L.dt)
         os.write(p.arm.wake_w, b"\x01")
-        t0, sent0 = p.L.cycle.now, len(p.sent)
-        p.cycle()
-        while p.clock.owed:
-            p.cycle()
-        assert p.clock.caught_up == 18 and p.L.cycle.now - t0 == pytest.approx(19 * p.L.dt)  # the arm's 95 ms
-        assert len(p.sent) - sent0 == 1  # one command for them
-        p.stream(200)
-        after = np.array([v for _, v in p.sent[sent0:]])
-        assert after.max() < 0.0, after.max()  # never reversed
-        assert after.min() > p.V * 1.35 and p.L.state.local.fault_code[0] == 0, after.min()
-    finally:
-        p.arm.close()
+    p.cycles()
+    assert p.L.state.local.fault_code[0] == FAULT_LINK_LOST and p.L.state.local.stopped[0] > 0.5
+    assert p.sent[sent0:] and max(p.sent[sent0:]) <= 0.0 and p.sent[-1] == 0.0  # the brakes: zero, never reversed
 
 
-def test_a_position_arm_held_its_target_while_the_loop_stalled_and_gets_no_catch_up():
+def test_after_a_lost_link_the_first_sample_is_one_cycle(paced):
+    """The link-lost path reported the gap (the wait timed out): the robot stopped, nothing to catch up on."""
+    p = paced("velocity")
+    p.stream(50)
+    p.arm.silent = True
+    for _ in range(30):  # 150 ms without samples
+        p.arm.step(p.L.dt)
+    assert p.cycles() == 1 and p.L.state.local.fault_code[0] == FAULT_LINK_LOST  # (the wait's timeout: 0.1 s)
+    p.arm.silent = False
+    p.stream(1)
+    assert p.clock.caught_up == 0 and p.L.state.local.stopped[0] > 0.5
+
+
+def test_a_position_arm_held_its_target_while_the_loop_stalled_and_gets_no_catch_up(paced):
     """The loop process stalls for 95 ms (pokes pile up) while a position arm's controller holds the last target:
     the arm stood still, so one cycle is due, not 19 (which would step the target 0.076 rad ahead of an arm at
     rest: 1.85 times the speed asked, 84 rad/s², in a review's run)."""
-    p = Paced("position")
-    try:
-        p.stream(100)
-        before = p.sent[-1][1]
-        for _ in range(19):  # the arm publishes, the bridge pokes, the loop does not run
-            p.arm.step(p.L.dt)
-            os.write(p.arm.wake_w, b"\x01")
-        p.cycle()
-        assert p.clock.owed == 0 and p.clock.caught_up == 0
-        assert abs(p.sent[-1][1] - before) < 1.5 * abs(p.V) * p.L.dt  # a period's step, as before the stall
-        p.stream(100)
-        steps = np.diff([q for _, q in p.sent])
-        assert np.abs(steps).max() < 1.5 * abs(p.V) * p.L.dt and p.L.state.local.fault_code[0] == 0
-    finally:
-        p.arm.close()
+    p = paced("position")
+    p.stream(100)
+    before = p.sent[-1]
+    for _ in range(19):  # the arm publishes, the bridge pokes, the loop does not run
+        p.arm.step(p.L.dt)
+        os.write(p.arm.wake_w, b"\x01")
+    assert p.cycles() == 1 and p.clock.caught_up == 0
+    assert abs(p.sent[-1] - before) < 1.5 * abs(p.V) * p.L.dt  # a period's step, as before the stall
+    p.stream(100)
+    assert np.abs(np.diff(p.sent)).max() < 1.5 * abs(p.V) * p.L.dt and p.L.state.local.fault_code[0] == 0
 
 
 def test_a_lost_link_stops_the_robot_and_nothing_moves_on_reconnect_until_reset_and_enable(rig):

@@ -39,7 +39,6 @@ class Backend(abc.ABC):
     clock: bool = False  # the arm paces the loop (``wait``)
     holds_itself: bool = False  # disabled, its own controller holds it, even taking torques (a UR's direct torque)
     paced: bool = False  # trajectory-only: the loop's reference follows the arm's progress (its own timing)
-    deferred: bool = False  # clock backends: the cycle catches up on the arm's time; only the last one's write is sent
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:

@@ -37,6 +37,7 @@ compensation at the arm's rest pose as its last word when it goes:
 """
 from __future__ import annotations
 
+import math
 import os
 import select
 import time
@@ -135,9 +136,16 @@ class RosControlSettings:
         """s without a command, after a moving one, that means the loop is gone: ``stop_timeout``, but never less
         than the longest a running loop goes without writing and 2 periods more (it writes once a sample, and
         without samples once at the link timeout and half a period, ``RosControlBackend.sample_timeout``, when it
-        reports the link lost and brakes): a gap in the arm's joint states just short of the link timeout is not a
-        dead loop."""
+        reports the link lost and brakes; while it catches up after a gap it pokes the bridge): a gap in the arm's
+        joint states just short of the link timeout is not a dead loop."""
         return max(self.stop_timeout, self.lost_after + 2.5 / self.rate)
+
+    @property
+    def watchdog_timeout(self) -> float:
+        """``command_watchdog``'s silence: the bridge's and a link timeout more. It covers the realtime_loop node's
+        death, and watches the command topic only: a loop catching up after a gap in the joint states (the bridge
+        is poked meanwhile) must not be taken for dead."""
+        return self.silence + self.lost_after
 
     @property
     def lost_after(self) -> float:
@@ -232,7 +240,15 @@ class RosControlBackend(Backend):
         self._poke = b"\x01"
         self.link_timeout = s.lost_after
         self.catch_up = s.zeroed  # (a velocity or effort arm runs on between samples; a position arm holds)
-        self._cycled = (-1.0, 0.0)  # (sample, stamp) the last cycle ran on
+        self._cycled = -1.0  # the last sample the loop took
+        self._t_arm = math.nan  # the arm's time (its stamps) the loop's cycles have reached
+        self._taken = 0.0  # monotonic() when the loop took its last sample
+        self._overrun = False  # the loop fell behind a running arm by more than it can catch up: a fault, once
+        self._due, self._k = 1, 0  # cycles due for the sample taken, and those run (``read``)
+        self.deferred = False  # this cycle catches up: its command is not sent (the last one's is)
+        self._prev = np.zeros((3, n))  # the state the last sent cycle ran on ...
+        self._new = np.zeros((3, n))  # ... the sample a catch-up runs up to ...
+        self._blend = np.zeros((3, n))  # ... and a catch-up cycle's state between them
         self._last_sample = -1.0
         self.monotonic = time.monotonic  # (tests put the arm's clock here)
         self._last_seen = 0.0  # monotonic() of the last new sample
@@ -258,39 +274,64 @@ class RosControlBackend(Backend):
         return self.link_timeout + 0.5 * self.period
 
     def wait(self, timeout: float) -> int:
-        """Block until a joint-state sample the loop has not cycled on, or ``timeout`` s (0). The cycles it is due:
-        one; on a velocity or effort arm (which ran on with its last command meanwhile) as many periods as the arm's
-        stamps say passed since the last sample cycled on — rospy hands the bridge only the newest of messages
-        that came together, so pokes do not count them — but one after a gap longer than the link timeout (the
-        robot was stopped: nothing to catch up on). A position arm's controller held its last target: one."""
+        """Block until a joint-state sample the loop has not taken, or ``timeout`` s (0). The cycles it is due
+        (``_due_for``): one, or on an arm that ran on meanwhile the periods it is ahead of the loop."""
         end = time.monotonic() + timeout
         while True:
             left = end - time.monotonic()
             if left <= 0.0:
-                return 0
+                break
             try:
                 r, _, _ = select.select((self.wake_fd,), (), (), left)
             except InterruptedError:
                 continue
             if not r:
-                return 0
+                break
             try:
                 if os.readv(self.wake_fd, (self._drain,)) == 0:  # the bridge's end is gone (the node ends)
                     time.sleep(left)
-                    return 0
+                    break
             except BlockingIOError:
                 pass
             rec = self.hw_in
             rec.read()
-            sample, stamp = rec.local.sample[0], rec.local.stamp[0]
-            if sample != self._cycled[0]:
-                break
-        _, last = self._cycled
-        self._cycled = (sample, stamp)
-        gap = stamp - last
-        if not self.catch_up or not (0.0 < gap < self.link_timeout + 0.5 * self.period):
+            o = rec.local
+            if o.sample[0] == self._cycled:
+                continue  # (a poke for a sample already taken)
+            self._cycled = o.sample[0]
+            self._due, self._k = self._due_for(o.stamp[0]), 0
+            if self._due > 1:
+                self._new[0], self._new[1], self._new[2] = o.position, o.velocity, o.effort
+                self._poke_bridge()  # (the bridge's silence is not the catch-up's computing: it is alive)
+            return self._due
+        self._due, self._k = 1, 0
+        return 0
+
+    def _due_for(self, stamp: float) -> int:
+        """The cycles due for a sample stamped ``stamp``. A position arm's controller held its last target
+        meanwhile: one. A velocity or effort arm ran on with its last command: the periods its time is ahead of
+        the loop's (``_t_arm``, which the cycles run advance: stamp jitter does not add up), at most as many as
+        the loop's own clock saw pass (a step of the arm's clock is no time to catch up: resync), so that its time
+        keeps the arm's (a reference left behind an arm running on would be pulled back: reversed) — rospy hands
+        the bridge only the newest of messages that came together, so pokes do not count them. One after a gap
+        longer than the link timeout, or stamps that jumped back, and then a fault (``read``: link lost, as the
+        timeout cycles of a silent link report it; also when the loop process stalled while samples came)."""
+        now = self.monotonic()
+        elapsed, self._taken = now - self._taken, now
+        t, p = self._t_arm, self.period
+        ahead = stamp - t
+        window = self.link_timeout + 0.5 * p
+        if not self.catch_up or not (abs(ahead) <= window):
+            self._overrun = self.catch_up and ahead > window and elapsed > window
+            self._t_arm = stamp
             return 1
-        return max(1, int(round(gap / self.period)))
+        due, most = int(round(ahead / p)), int(round(elapsed / p)) + 1
+        if due > most:  # the arm's clock stepped (or its last stamps came late): as much as passed, and resync
+            self._t_arm = stamp
+            return most
+        due = max(1, due)
+        self._t_arm = t + due * p
+        return due
 
     def connect(self) -> None:
         """Wait for the arm's first joint states (nothing is known of it before)."""
@@ -303,12 +344,9 @@ class RosControlBackend(Backend):
                 raise RuntimeError(f"no joint states from the arm on {self.settings.joint_states} within "
                                    f"{self.settings.startup_timeout:g} s (is its ros_control up?)")
             self.wait(0.1)
-        self._cycled = (self.hw_in.local.sample[0], self.hw_in.local.stamp[0])
-        try:  # (pokes for samples before this one: no cycles are due for them)
-            while os.readv(self.wake_fd, (self._drain,)):
-                pass
-        except BlockingIOError:
-            pass
+        o = self.hw_in.local
+        self._cycled, self._t_arm, self._taken = o.sample[0], o.stamp[0], self.monotonic()
+        self._due, self._k = 1, 0  # (pokes left for samples up to this one make no cycle due: ``wait``)
         self._last_seen = self.monotonic()
 
     def read(self, state: HardwareState) -> None:
@@ -319,9 +357,20 @@ class RosControlBackend(Backend):
         if o.sample[0] != self._last_sample:
             self._last_sample = o.sample[0]
             self._last_seen = now
-        state.block[0] = o.position
-        state.block[1] = o.velocity
-        state.block[2] = o.effort
+        k, n = self._k, self._due
+        self._k = k + 1
+        self.deferred = k < n - 1
+        if self.deferred:  # a catch-up cycle: the arm as it was between the last sample sent on and the new one
+            b = self._blend
+            np.subtract(self._new, self._prev, out=b)
+            b *= (k + 1) / n
+            b += self._prev
+            state.block[:] = b
+        else:
+            state.block[0] = o.position
+            state.block[1] = o.velocity
+            state.block[2] = o.effort
+            self._prev[:] = state.block
         state.speed_scaling = o.speed_scaling[0]
         if o.fault[0]:
             state.fault, state.fault_joint = int(o.fault[0]), int(o.fault_joint[0])
@@ -329,14 +378,15 @@ class RosControlBackend(Backend):
                 and self._failure_told != self._seq:  # the arm's trajectory controller failed: one fault per goal
             self._failure_told = self._seq
             state.fault, state.fault_joint = FAULT_CONTROLLER_ERROR, -1
-        elif now - self._last_seen > self.link_timeout:
+        elif now - self._last_seen > self.link_timeout or self._overrun:
+            self._overrun = False
             state.fault, state.fault_joint = FAULT_LINK_LOST, -1
         else:
             state.fault = 0
 
     def write(self, command: HardwareCommand) -> None:
-        if self.forwarding or self.deferred or not (self.sending or self._zero_once):
-            return
+        if self.forwarding or (self.deferred and not self._zero_once) or not (self.sending or self._zero_once):
+            return  # (a brake during a catch-up goes at once)
         o = self.hw_out.local
         self._commands += 1
         o.command[0] = self._commands

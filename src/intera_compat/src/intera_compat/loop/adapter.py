@@ -60,7 +60,8 @@ def make_adapter(backend: Backend, cfg: RobotConfig, rm: RobotModel, dt: float) 
     if backend.has(Capability.POSITION):
         return BackendAdapter(backend, DirectLaw(n), CommandMode.POSITION)
     if backend.has(Capability.VELOCITY):
-        return BackendAdapter(backend, DirectLaw(n, float(cfg.control.get("velocity_kp", 10.0))), CommandMode.VELOCITY)
+        law = DirectLaw(n, float(cfg.control.get("velocity_kp", 10.0)), cfg.limits.velocity)
+        return BackendAdapter(backend, law, CommandMode.VELOCITY)
     if backend.has(Capability.TRAJECTORY_ONLY):  # nothing is streamed: the positions are the loop's reference only
         return BackendAdapter(backend, DirectLaw(n), CommandMode.POSITION)
     raise ValueError(f"backend {type(backend).__name__} has no interface (torque, position, velocity or trajectory)")

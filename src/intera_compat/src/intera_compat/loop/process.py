@@ -35,13 +35,12 @@ LATE_US = 100.0
 class BackendClock:
     """The Scheduler's interface for an arm that is the clock: a cycle per sample, none without one until
     ``timeout`` (the cycle then runs anyway and the backend reports the lost link in it). A sample that comes
-    periods after the last one, on an arm that ran on meanwhile (``Backend.wait`` says how many are due), gets
-    that many cycles back to back, up to ``most``, so that the loop's time keeps the arm's (a reference left behind
-    an arm running on would be pulled back: reversed), and only the last of them is sent (``Backend.deferred``:
-    the ones between would be a burst of commands steered on a single sample)."""
+    periods after the last one, on an arm that ran on meanwhile, is due that many cycles (``Backend.wait``), run
+    back to back so that the loop's time keeps the arm's; the backend steers those on the arm's state between the
+    two samples and sends only the last one's command (``RosControlBackend.read``, ``write``)."""
 
-    def __init__(self, backend, timeout: float, most: int):
-        self.backend, self.timeout, self.most = backend, timeout, max(1, most)
+    def __init__(self, backend, timeout: float):
+        self.backend, self.timeout = backend, timeout
         self.skipped = 0
         self.owed = 0  # cycles still due for the last sample
         self.caught_up = 0  # cycles run to catch up, in all
@@ -51,9 +50,8 @@ class BackendClock:
             self.owed -= 1
         else:
             due = int(self.backend.wait(self.timeout))  # (0: the timeout)
-            self.owed = min(due, self.most) - 1 if due > 1 else 0
+            self.owed = due - 1 if due > 1 else 0
             self.caught_up += self.owed
-        self.backend.deferred = self.owed > 0
         return 0.0
 
     def advance(self) -> int:
@@ -208,8 +206,7 @@ def loop(args, cfg, ch, backend, cycle, stop: StopRequest, realtime: bool, margi
     if backend.clock:
         if not realtime:
             raise ValueError(f"backend {args.backend} is paced by the arm: no sim time or speed-up")
-        wait = backend.sample_timeout(dt)
-        sched = BackendClock(backend, wait, int(wait / dt))
+        sched = BackendClock(backend, backend.sample_timeout(dt))
     else:
         sched = Scheduler(period, margin)
     ctl = ch.control.local
