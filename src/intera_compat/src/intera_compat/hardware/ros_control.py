@@ -141,13 +141,6 @@ class RosControlSettings:
         return max(self.stop_timeout, self.lost_after + 2.5 / self.rate)
 
     @property
-    def watchdog_timeout(self) -> float:
-        """``command_watchdog``'s silence: the bridge's and a link timeout more. It covers the realtime_loop node's
-        death, and watches the command topic only: a loop catching up after a gap in the joint states (the bridge
-        is poked meanwhile) must not be taken for dead."""
-        return self.silence + self.lost_after
-
-    @property
     def lost_after(self) -> float:
         """s without joint states that mean a lost link: ``link_timeout``, but never less than 3 periods."""
         return max(self.link_timeout, 3.0 / self.rate)
@@ -239,7 +232,7 @@ class RosControlBackend(Backend):
         self._drain = bytearray(256)
         self._poke = b"\x01"
         self.link_timeout = s.lost_after
-        self.catch_up = s.zeroed  # (a velocity or effort arm runs on between samples; a position arm holds)
+        self.catch_up = s.interface == "velocity"  # (it runs on between samples; see _due_for)
         self._cycled = -1.0  # the last sample the loop took
         self._t_arm = math.nan  # the arm's time (its stamps) the loop's cycles have reached
         self._taken = 0.0  # monotonic() when the loop took its last sample
@@ -309,7 +302,9 @@ class RosControlBackend(Backend):
 
     def _due_for(self, stamp: float) -> int:
         """The cycles due for a sample stamped ``stamp``. A position arm's controller held its last target
-        meanwhile: one. A velocity or effort arm ran on with its last command: the periods its time is ahead of
+        meanwhile: one; an effort arm's PD law holds the reference it was left at: one (catching up an effort arm
+        left it kicked: the dead-man tests found it off its rest pose). A velocity arm ran on with its last
+        command: the periods its time is ahead of
         the loop's (``_t_arm``, which the cycles run advance: stamp jitter does not add up), at most as many as
         the loop's own clock saw pass (a step of the arm's clock is no time to catch up: resync), so that its time
         keeps the arm's (a reference left behind an arm running on would be pulled back: reversed) — rospy hands
