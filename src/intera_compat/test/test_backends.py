@@ -293,6 +293,78 @@ def test_a_loop_that_fell_behind_a_running_arm_by_more_than_the_link_timeout_sto
     assert p.sent[sent0:] and max(p.sent[sent0:]) <= 0.0 and p.sent[-1] == 0.0  # the brakes: zero, never reversed
 
 
+def test_the_arm_running_on_while_the_loop_is_built_is_no_time_to_catch_up(paced):
+    """A review's find: the loop process builds its cycle between ``connect`` and its first wait (84-185 ms on a
+    loaded machine) while the arm publishes on; the first sample was caught up from a zero state (the first
+    cycles read q/19: the arm driven 2-3 rad at the joints' limit) or, beyond the link timeout, faulted every start.
+    The first sample the loop takes starts its time."""
+    p = paced("velocity")
+    for _ in range(15):  # 75 ms of samples before the loop's first turn
+        p.arm.step(p.L.dt)
+        os.write(p.arm.wake_w, b"\x01")
+    q = p.arm.state.position[3]
+    assert p.cycles() == 1 and p.L.state.local.fault_code[0] == 0
+    assert p.L.state.local.position[3] == pytest.approx(q)
+    assert p.V <= p.sent[-1] <= 0.0  # (the stream's start, from rest: not the joint's limit towards a wrong pose)
+    for _ in range(40):  # 0.2 s: beyond the link timeout
+        p.arm.step(p.L.dt)
+        os.write(p.arm.wake_w, b"\x01")
+    assert p.cycles() == 1  # (as after a lost link: a fault, the robot stops; but not at a start, above)
+
+
+def test_a_brake_during_a_catch_up_goes_at_once(paced):
+    p = paced("velocity")
+    p.stream(50)
+    p.arm.silent = True
+    for _ in range(19):
+        p.arm.step(p.L.dt)
+    p.arm.silent = False
+    p.arm.publish()
+    os.write(p.arm.wake_w, b"\x01")
+    sent0 = len(p.sent)
+    p.clock.wait()
+    assert p.clock.owed == 18
+    p.L.event(MSG_ENABLE, 0.0)  # disabled in the first catch-up cycle
+    p.L.step()
+    assert p.backend.deferred and p.sent[sent0:] == [0.0]  # the brakes' zeros, not held for the last cycle
+
+
+def test_an_effort_arm_gets_one_cycle_for_a_late_sample():
+    """Its PD law holds the reference it was left at (caught up, an effort arm was found off its rest pose)."""
+    for interface, due in (("effort", 1), ("velocity", 19)):
+        arm = Arm(interface)
+        try:
+            backend = RosControlBackend(arm.rm, arm.link())
+            backend.monotonic = lambda: arm.now
+            backend.connect()
+            arm.step(0.005)
+            arm.publish()
+            os.write(arm.wake_w, b"\x01")
+            assert backend.wait(0.1) == 1  # (the first: the loop's time starts there)
+            for _ in range(19):
+                arm.step(0.005)
+            os.write(arm.wake_w, b"\x01")
+            assert backend.wait(0.1) == due
+        finally:
+            arm.close()
+
+
+def test_a_velocity_arms_command_stays_within_the_joints_limits():
+    from intera_compat.control.direct import DirectLaw
+    from intera_compat.data.setpoint import Setpoint
+    n = len(CFG.all_joints)
+    law = DirectLaw(n, 10.0, CFG.limits.velocity)
+    hw, cmd = HardwareState.zeros(n), HardwareCommand.zeros(n, CommandMode.VELOCITY)
+    sp = Setpoint.zeros(n)
+    sp.q[:] = 1.0  # 1 rad ahead: a P-term of 10 rad/s
+    sp.v[:] = 0.5
+    law.compute(hw, sp, cmd)
+    np.testing.assert_allclose(cmd.velocity, CFG.limits.velocity)
+    sp.q[:] = 0.01
+    law.compute(hw, sp, cmd)
+    np.testing.assert_allclose(cmd.velocity, np.minimum(0.6, CFG.limits.velocity))
+
+
 def test_after_a_lost_link_the_first_sample_is_one_cycle(paced):
     """The link-lost path reported the gap (the wait timed out): the robot stopped, nothing to catch up on."""
     p = paced("velocity")

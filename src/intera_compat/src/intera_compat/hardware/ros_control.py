@@ -141,6 +141,13 @@ class RosControlSettings:
         return max(self.stop_timeout, self.lost_after + 2.5 / self.rate)
 
     @property
+    def watchdog_silence(self) -> float:
+        """``command_watchdog``'s (it watches the command topic only): the bridge's silence, and on a velocity arm a
+        link timeout more — after a gap in the joint states the loop catches up before it writes, poking only the
+        bridge meanwhile (up to ~50 cycles at 500 Hz), and a live loop must not be zeroed mid-motion."""
+        return self.silence + (self.lost_after if self.interface == "velocity" else 0.0)
+
+    @property
     def lost_after(self) -> float:
         """s without joint states that mean a lost link: ``link_timeout``, but never less than 3 periods."""
         return max(self.link_timeout, 3.0 / self.rate)
@@ -340,8 +347,10 @@ class RosControlBackend(Backend):
                                    f"{self.settings.startup_timeout:g} s (is its ros_control up?)")
             self.wait(0.1)
         o = self.hw_in.local
-        self._cycled, self._t_arm, self._taken = o.sample[0], o.stamp[0], self.monotonic()
+        # the first sample the loop takes resyncs (its time starts there: the arm ran on while the loop was built)
+        self._cycled, self._t_arm, self._taken = o.sample[0], math.nan, self.monotonic()
         self._due, self._k = 1, 0  # (pokes left for samples up to this one make no cycle due: ``wait``)
+        self._prev[0], self._prev[1], self._prev[2] = o.position, o.velocity, o.effort
         self._last_seen = self.monotonic()
 
     def read(self, state: HardwareState) -> None:

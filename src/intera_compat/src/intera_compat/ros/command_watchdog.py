@@ -8,12 +8,12 @@ rests (``ros_control.hold_on_exit`` at most) and leaves gravity compensation at 
 
 Parameters: ``~config`` (robot config; "" the default), ``~interface`` ("" the config's ``ros_control.interface``),
 ``~rate`` (Hz, 0 the config's), ``~link_timeout`` (s, 0 the config's), ``~timeout`` (s of silence after a moving
-command; 0: the config's ``ros_control`` silence, the bridge's: ``RosControlSettings.silence``), ``~repeat`` (s
-between zeros while the silence lasts; 0 once), ``~topic`` ("" the controller's command topic from the config).
-Times are ROS time (simulated time under ``/use_sim_time``). On a position or trajectory controller there is
-nothing to do (it holds its last position): the node says so and exits. Run it on the arm's computer (a
-``<machine>``) and it also covers a lost network link. The effort hold's model is built from the same config (its
-URDF) as the loop's.
+command; 0: ``RosControlSettings.watchdog_silence``, the bridge's silence and on a velocity arm a link timeout
+more), ``~repeat`` (s between zeros while the silence lasts; 0 once), ``~topic`` ("" the controller's command
+topic from the config). Times are ROS time (simulated time under ``/use_sim_time``). On a position or trajectory
+controller there is nothing to do (it holds its last position): the node says so and exits. Run it on the arm's
+computer (a ``<machine>``) and it also covers a lost network link. The effort hold's model is built from the same
+config (its URDF) as the loop's.
 """
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def main() -> None:
         s = RosControlSettings.from_config(cfg, str(rospy.get_param("~interface", "")),
                                            float(rospy.get_param("~rate", 0.0)),
                                            float(rospy.get_param("~link_timeout", 0.0)))
-        timeout = float(rospy.get_param("~timeout", 0.0)) or s.silence
+        timeout = float(rospy.get_param("~timeout", 0.0)) or s.watchdog_silence
         dog = CommandWatchdog(timeout, float(rospy.get_param("~repeat", 1.0)))
     except (ValueError, RuntimeError) as e:
         rospy.logfatal(f"command_watchdog: {e}")
