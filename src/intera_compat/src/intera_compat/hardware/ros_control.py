@@ -309,15 +309,15 @@ class RosControlBackend(Backend):
 
     def _due_for(self, stamp: float) -> int:
         """The cycles due for a sample stamped ``stamp``. A position arm's controller held its last target
-        meanwhile: one; an effort arm's PD law holds the reference it was left at: one (catching up an effort arm
-        left it kicked: the dead-man tests found it off its rest pose). A velocity arm ran on with its last
-        command: the periods its time is ahead of
-        the loop's (``_t_arm``, which the cycles run advance: stamp jitter does not add up), at most as many as
-        the loop's own clock saw pass (a step of the arm's clock is no time to catch up: resync), so that its time
-        keeps the arm's (a reference left behind an arm running on would be pulled back: reversed) — rospy hands
-        the bridge only the newest of messages that came together, so pokes do not count them. One after a gap
-        longer than the link timeout, or stamps that jumped back, and then a fault (``read``: link lost, as the
-        timeout cycles of a silent link report it; also when the loop process stalled while samples came)."""
+        meanwhile, an effort arm's PD law holds the reference it was left at: one (caught up, an effort arm was
+        found off its rest pose by the dead-man tests). A velocity arm ran on with its last command: the periods
+        its time is ahead of the loop's (``_t_arm``, which the cycles run advance: stamp jitter does not add up), at
+        most as many as the loop's own clock saw pass (a step of the arm's clock is no time to catch up: resync),
+        so that its time keeps the arm's (a reference left behind an arm running on would be pulled back:
+        reversed) — rospy hands the bridge only the newest of messages that came together, so pokes do not count
+        them. One for the first sample (the loop's time starts there), after a gap longer than the link timeout,
+        or for stamps that jumped back; the gap is then a fault (``read``: link lost, as the timeout cycles of a
+        silent link report it; also when the loop process stalled while samples came)."""
         now = self.monotonic()
         elapsed, self._taken = now - self._taken, now
         t, p = self._t_arm, self.period
