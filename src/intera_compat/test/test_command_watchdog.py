@@ -104,7 +104,8 @@ def test_the_silence_is_the_stop_timeout_but_never_less_than_the_link_timeout_an
     s = RosControlSettings.from_config(cfg)
     assert s.zeroed and s.silence == pytest.approx(0.1125)
     assert s.watchdog_silence == pytest.approx(0.2125)  # (the node's own: a velocity loop catching up is not dead)
-    assert RosControlSettings.from_config(cfg, interface="effort").watchdog_silence == pytest.approx(0.1125)
+    assert RosControlSettings.from_config(cfg, interface="effort").watchdog_silence == pytest.approx(0.1)
+    assert RosControlSettings.from_config(cfg, interface="effort").stale_after == pytest.approx(0.1125)
     assert RosControlSettings.from_config(cfg, rate=10).silence == pytest.approx(0.55)  # (link timeout: 3 periods)
     cfg.raw["ros_control"]["stop_timeout"] = 0.5
     assert RosControlSettings.from_config(cfg).silence == pytest.approx(0.5)
