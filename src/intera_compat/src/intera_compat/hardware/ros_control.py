@@ -327,7 +327,7 @@ class RosControlBackend(Backend):
         elapsed, self._taken = now - self._taken, now
         t, p = self._t_arm, self.period
         ahead = stamp - t
-        window = self.link_timeout + 0.5 * p
+        window = self.sample_timeout(p)
         if not self.catch_up or not (abs(ahead) <= window):
             self._overrun = self.catch_up and ahead > window and elapsed > window
             self._t_arm = stamp

@@ -134,7 +134,7 @@ class RosControlBridge:
             except BlockingIOError:
                 pass  # the loop is behind: it reads the newest sample anyway
             if self.hold is not None and not o.fault[0]:
-                self.hold.observe(msg.header.stamp.to_sec(), o.position, o.velocity if len(msg.velocity) else None)
+                self.hold.observe(stamp, o.position, o.velocity if len(msg.velocity) else None)
 
     def _on_scaling(self, msg: Float64) -> None:
         v = msg.data
