@@ -97,7 +97,14 @@ def test_direct_torque_sends_the_loops_torque_less_gravity_and_only_on_fresh_fee
     b.write(cmd)
     name, args = b.ctrl.sent[-1]
     assert name == "directTorque" and args[0] == pytest.approx([1.0, -2.0, 0.5, 0.0, 0.3, -0.1], abs=1e-9)
-    b.write(cmd)  # no new sample: the script would apply the torque open loop: it is cleared instead
+    clock = [b._last_seen]
+    b.monotonic = lambda: clock[0]
+    n = len(b.ctrl.sent)
+    clock[0] += 0.004
+    b.write(cmd)  # no new sample, the last 2 periods old: the register keeps its torque (no hold for one cycle)
+    assert len(b.ctrl.sent) == n
+    clock[0] += 0.002
+    b.write(cmd)  # 3 periods old: the script would apply the torque open loop: it is cleared instead
     assert b.ctrl.sent[-1] == ("kickWatchdog", ())
     b.recv.stamp += 0.002
     b.read(hs)
@@ -165,3 +172,21 @@ def test_while_nothing_is_streamed_the_watchdog_is_kicked_by_the_clock_even_when
         clock[0] += 0.010
     assert kicks and np.diff(kicks).max() <= 0.25 / b.watchdog_hz + 0.010 + 1e-9
     assert len(kicks) < 30  # (and not every cycle)
+
+
+def test_a_program_paused_on_the_pendant_is_sent_nothing_but_its_watchdog_is_kept_fed():
+    """Paused, nothing is streamed; the watchdog still hears from the loop (with the no-command register), or the
+    controller's first cycle after a play finds the client silent since the pause and stops the program (CI stop
+    40: the robot never came back after a play)."""
+    rm, b, hs, cmd = streaming("position")
+    b.recv.getRuntimeState = lambda: 4  # PAUSED
+    b.read(hs)
+    assert not b.ready() and hs.speed_scaling == 0.0
+    clock = [100.0]
+    b.monotonic = lambda: clock[0]
+    for _ in range(100):
+        b.write(cmd)
+        clock[0] += 0.002
+    names = {name for name, _ in b.ctrl.sent}
+    assert names == {"kickWatchdog"}  # (no servoJ)
+    assert len(b.ctrl.sent) >= 0.2 * b.watchdog_hz * 4 - 1

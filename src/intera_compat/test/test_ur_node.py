@@ -234,6 +234,10 @@ def test_zero_ft_payload_and_tool_contact_services_reach_the_controller(ur):
 
 def test_a_program_paused_on_the_pendant_holds_the_robot_until_it_plays_again(ur):
     client, js, state = ur
+
+    def trips():  # (the RTDE watchdog's stops so far)
+        return int(dashboard("emulator deadman")[0].split()[4])
+    tripped = trips()
     assert dashboard("pause") == ["Pausing program"]
     assert wait_for(lambda: not state.msg.enabled, 60)  # not ready: nothing streamed, commands ignored
     q0 = arm_positions(js)
@@ -246,6 +250,7 @@ def test_a_program_paused_on_the_pendant_holds_the_robot_until_it_plays_again(ur
     client.send_goal(goal(q0, np.array([0.3, 0, 0, 0, 0, 0]), 2.0))
     assert client.wait_for_result(rospy.Duration(60))
     assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
+    assert trips() == tripped  # (the watchdog was kept fed through the pause: the play found the client there)
 
 
 def interaction(**kw) -> InteractionControlCommand:

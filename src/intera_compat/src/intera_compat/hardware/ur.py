@@ -81,6 +81,7 @@ MIN_TORQUE_WATCHDOG_HZ = 10.0  # the least ``torque_watchdog_hz`` (a stale torqu
 MIN_WATCHDOG_HZ = 2.0  # the least RTDE watchdog rate: a dead loop's arm is stopped within 0.5 s plus its deceleration
 INTERFACES = {"position": Capability.POSITION, "velocity": Capability.VELOCITY, "torque": Capability.TORQUE}
 DIRECT_TORQUE_SINCE = (5, 26)  # PolyScope: ur_rtde's control script has direct_torque from this version on
+TORQUE_STALE_PERIODS = 2.5  # direct torque: the register keeps a torque while its sample is at most this old
 NO_FRICTION = [0.0] * 6  # directTorque's friction scales (the loop's law has the joints' friction already)
 _STREAM, _SENT, _IDLE = 0, 1, 2  # what a cycle's command slot is for (``URBackend._cartesian``)
 # what the loop reads from the arm (RTDEReceiveInterface's output recipe)
@@ -547,12 +548,14 @@ class URBackend(Backend):
 
     def write(self, command: HardwareCommand) -> None:
         """servoJ / speedJ to the control script while the robot is enabled and the program plays; otherwise the
-        watchdog is kept fed (the script runs on, holding the arm)."""
+        watchdog is kept fed (the script runs on, holding the arm). A program paused on the pendant is kept fed
+        too, with the no-command register: the watchdog counts from the last write, and the first cycle after a
+        play must not find the client silent since the pause (the script resumes holding the arm)."""
         ctrl = self.ctrl
-        if ctrl is None or not self._script_ok or self._paused or not self.ctrl_lock.acquire(blocking=False):
+        if ctrl is None or not self._script_ok or not self.ctrl_lock.acquire(blocking=False):
             return  # (a chore has the control interface: nothing is streamed while one runs)
         try:
-            slot = self._cartesian(command, ctrl) if self._ready else _IDLE
+            slot = self._cartesian(command, ctrl) if self._ready and not self._paused else _IDLE
             if slot == _STREAM:
                 s = self.settings
                 if self.torque_mode:  # (the controller compensates gravity itself: the loop's torque, less it)
@@ -582,10 +585,15 @@ class URBackend(Backend):
     def _direct_torque(self, ctrl, command: HardwareCommand) -> bool:
         """The loop's torque less the controller's gravity compensation, at the joints as the loop saw them
         (repaired by its guards), for a new sample only: the script applies a torque for as long as it stays in
-        the register, so without fresh feedback — and for a torque that is not finite — nothing is asked."""
+        the register. A cycle that finds no new sample (the loop ran ahead of RTDE) leaves the last torque there
+        while its sample is at most ``TORQUE_STALE_PERIODS`` periods old — a torque one sample late, as any torque
+        loop's; clearing it put the arm into the script's position hold for that cycle, and a loaded loop's
+        holds stiffened its impedance (596 N/m asked 500, CI stop 40). Older feedback, or a torque that is not
+        finite: nothing is asked (the register cleared)."""
         st = self._state_seen
         if st is None or self._stamp == self._torque_stamp:
-            ctrl.kickWatchdog()  # (clears the register: no torque)
+            if st is None or self.monotonic() - self._last_seen > TORQUE_STALE_PERIODS * self.period:
+                ctrl.kickWatchdog()  # (clears the register: no torque)
             return False
         self._torque_stamp = self._stamp
         self.rm.gravity(st.position, out=self._g)
