@@ -377,3 +377,27 @@ def test_a_stream_that_asks_a_fast_joint_to_rest_behind_it_brakes_and_comes_back
     assert ref[-1] == pytest.approx(p[1], abs=1e-4)
     assert ref.min() > p[1] - 1e-4, f"right_j6 came back {p[1] - ref.min():.4f} rad past the commanded point"
     assert 0.0 < overshoot < speed ** 2 / (2.0 * amax) + speed * ramp, f"overshoot {overshoot:.4f} rad"
+
+
+@pytest.mark.parametrize("stop", ["stop", "safety_estop"])
+@pytest.mark.parametrize("joint, speed", [(4, 3.5), (6, -4.0), (1, 1.0)])
+def test_brakes_that_take_a_moving_joint_bite_where_it_stopped_and_it_does_not_creep_back(joint, speed, stop):
+    """springback (30-min run on d50275f: a fault braked right_j4 at 3.5 rad/s; it ran 0.6 mrad past the stop's
+    end, where the brakes held the reference, and the law's integral — wound up by the braking — pushed it on, then
+    back 1.0 mrad through the plant's stick-slip). The brakes bite where the arm is when their stop ends, the integral
+    restarted: it comes back a fraction of a mrad at most (1.2-1.35 mrad on the wrist before)."""
+    L = started()
+    s = L.state.local
+    v = np.zeros(7)
+    v[joint] = speed
+    L.run(0.25, lambda: L.send(VELOCITY_MODE, ARM, velocity=v))
+    assert abs(s.velocity[joint]) > 0.5 * abs(speed)
+    L.event(*((MSG_STOP,) if stop == "stop" else (MSG_SAFETY_ESTOP, 1.0)))
+    d, far, back = np.sign(speed), -np.inf, 0.0
+    for _ in range(2000):  # 2 s
+        L.step()
+        x = s.position[joint] * d
+        far = max(far, x)
+        back = max(back, far - x)
+    assert back < 5e-4, f"right_j{joint} came back {back * 1e3:.2f} mrad from the furthest point of its stop"
+    assert abs(s.velocity[joint]) < 1e-3 and abs(s.cmd_position[joint] - s.position[joint]) < 5e-4

@@ -742,6 +742,11 @@ class LoopCycle:
         elif self.forwarder is not None and arb.active is self.hold:  # (a trajectory-only arm's controller holds it wherever
             self.hold.activate(sp, hw, now)  # it stopped — after a cancel, an abort, a reconnect: so does the loop)
         code = arb.update(now, hw, sp, active)
+        held = arb.active
+        if held.bitten if held is self.brake or held is self.estop_hold else False:
+            held.bitten = False  # the brakes bit where the arm is: the shaping restarts there, and no integral wound
+            self.law.reset()  # up by the stop pushes it on
+            chain.reset(hw, sp)
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
                                          or before is self.torque):
             chain.reset(hw, sp)  # brakes and torque-driven joints hand over the measured state, not a reference

@@ -7,7 +7,9 @@ Three ways to come to rest (``stop``):
 - ``"brakes"``: the brakes of a disabled, stopped or E-stopped arm the loop drives by its joint torques, and the
   safety E-stop latch: from the *measured* state at the joints' acceleration limits, biting within ``1/BRAKE_JERK``
   s, then holding where the arm stopped. A brake never springs back: stopping dead at the measurement
-  pulled a 0.5 rad/s arm back 5 mrad past its stop and it crept there afterwards. While a detected collision
+  pulled a 0.5 rad/s arm back 5 mrad past its stop and it crept there afterwards. When the stop ends the brakes
+  bite where the arm is (``bitten``: the loop restarts its law's integral, which the braking wound up — left, it
+  pushed a wrist on 0.6 mrad past the stop and then, stuck and slipping, 1 mrad back, found by the fuzz run). While a detected collision
   holds the arm (``contact``) they stop dead instead: braking on from the measured speed pushed it into what it
   hit (63 N on the table against 13 N);
 - ``"dead"``: the measurement itself (an arm that brakes itself: the loop's setpoint only follows it; a detected
@@ -38,6 +40,7 @@ class HoldSource(SetpointSource):
                                                          BRAKE_JERK if stop == "brakes" else 10.0)
         self.q = np.zeros(len(self.lower))
         self._zero = np.zeros(len(self.lower))
+        self.bitten = False  # brakes: their stop ended this cycle, the hold taken where the arm was measured
         # brakes: a detected collision holds the arm (the loop sets it) — they stop dead at the measurement instead,
         # as the collision hold does: the arm's run-on is into what it hit
         self.contact = False
@@ -65,6 +68,11 @@ class HoldSource(SetpointSource):
         r = self.ramp
         if r is not None and r.active:
             r.update()
+            if self.measured and not r.active:
+                self.bitten = True
+                clamp(hw.position[i], self.lower, self.upper, self.q)
+                sp.track(i, self.q, 0.0, 0.0, fixed=True)
+                return 0
             clamp(r.q, self.lower, self.upper, self.q)
             sp.track(i, self.q, r.v, r.a)
         else:
