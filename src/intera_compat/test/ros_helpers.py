@@ -135,9 +135,10 @@ def reset_and_enable(state):
     happened: its backend retries, and the robot reports itself enabled then)."""
     from std_msgs.msg import Bool, Empty
     reset = publisher("/robot/set_super_reset", Empty)
-    assert wait_for(lambda: not state.msg.stopped, 10, period=0.2, every=lambda: reset.publish())
+    assert wait_for(lambda: not state.msg.stopped, 60, period=0.2, every=lambda: reset.publish())
     enable = publisher("/robot/set_super_enable", Bool)
-    assert wait_for(lambda: state.msg.enabled, 20, period=0.2, every=lambda: enable.publish(True))
+    assert wait_for(lambda: state.msg.enabled, 60, period=0.2, every=lambda: enable.publish(True)), \
+        f"not enabled 60 s after the reset (the robot's state: {state.msg})"
 
 
 def io_value(state, name):

@@ -372,3 +372,27 @@ def test_the_watchdog_gives_no_grace_to_a_client_that_sent_nothing():
         assert c.watchdog_trips >= 1
     finally:
         c.stop()
+
+
+def test_a_pause_on_the_pendant_is_no_silence_of_the_client_to_the_watchdog():
+    """The watchdog is the program's: paused, it does not run, and a play counts from there (a pause longer than
+    1 / watchdog_hz stopped the program on its first cycle after the play). In controller time, in process."""
+    from intera_compat.emulator.ur_controller import PLAYING, URController
+    c = URController()
+    c.start()
+    try:
+        c.power_on()
+        assert until(lambda: c.brake_release())
+        assert until(lambda: c.start_script())
+        with c.lock:
+            c.watchdog_hz = 0.5  # (2 s)
+            c._last_input = c.clock()
+        assert c.pause_program()
+        paused = c.now
+        assert until(lambda: c.now > paused + 2.5, 30)
+        assert c.play()
+        played = c.now
+        assert until(lambda: c.now > played + 0.5, 30)
+        assert c.watchdog_trips == 0 and c.runtime_state == PLAYING
+    finally:
+        c.stop()

@@ -23,7 +23,8 @@ Force mode (``forceMode``, a realtime command; ``forceModeStop``) and freedrive 
 The RTDE watchdog (``setWatchdog``: ``rtde_set_watchdog("input_int_register_0", f, "stop")`` in ur_rtde's
 script) counts in the controller's own time (``now``, ``clock``: ``emulated_arm.py``). A stall of the emulator's
 thread is no silence of the client's, even one too long for its schedule to catch up (over 0.1 s), which it skips;
-nor is its lag in reading what the client sent while that waits in the socket (``INPUT_GRACE``). No write of that
+nor is its lag in reading what the client sent while that waits in the socket (``INPUT_GRACE``), nor a pause on
+the pendant (the watchdog is the program's: a play counts from there — not verified on a real controller). No write of that
 register for ``1 / f`` s stops the program, and the controller brings the arm to rest from the speed it had — a
 straight stop in joint space, the leading joint at ``PROGRAM_STOP_DECELERATION`` (the emulator's figure: the real
 controller's own for a program stop is not documented) — and holds it; ``deadman`` reports when (last input,
@@ -517,6 +518,7 @@ class URController(EmulatedArm):
                 return False
             if self.runtime_state == PAUSED:
                 self._hold()
+                self._last_input = self.clock()  # (the watchdog is the program's: a pause is no client silence)
             self.runtime_state = PLAYING
             return True
 

@@ -233,6 +233,7 @@ class URBackend(Backend):
         self._wanted = self._ready = self._script_ok = False
         self._gen = 0
         self._paused = False  # the program is paused on the pendant
+        self._pause_cleared = False  # ... and its command register was cleared since
         self._streaming = False  # servoJ / speedJ sent since the last stop
         # the controller's own interaction control: forceMode as last sent (axes, wrench, frame) and whether it
         # is on (the loop's thread sets it, a chore's forceModeStop clears it); freedrive asked (loop) and on
@@ -548,14 +549,20 @@ class URBackend(Backend):
 
     def write(self, command: HardwareCommand) -> None:
         """servoJ / speedJ to the control script while the robot is enabled and the program plays; otherwise the
-        watchdog is kept fed (the script runs on, holding the arm). A program paused on the pendant is kept fed
-        too, with the no-command register: the watchdog counts from the last write, and the first cycle after a
-        play must not find the client silent since the pause (the script resumes holding the arm)."""
+        watchdog is kept fed (the script runs on, holding the arm). A program paused on the pendant is sent nothing
+        but, once, the no-command register (``kickWatchdog``): a play must not resume the last speedJ / servoJ /
+        torque before the loop's next command (the watchdog is the program's: it does not count the pause)."""
         ctrl = self.ctrl
         if ctrl is None or not self._script_ok or not self.ctrl_lock.acquire(blocking=False):
             return  # (a chore has the control interface: nothing is streamed while one runs)
         try:
-            slot = self._cartesian(command, ctrl) if self._ready and not self._paused else _IDLE
+            if self._paused:
+                if not self._pause_cleared:
+                    self._pause_cleared = True
+                    ctrl.kickWatchdog()
+                return
+            self._pause_cleared = False
+            slot = self._cartesian(command, ctrl) if self._ready else _IDLE
             if slot == _STREAM:
                 s = self.settings
                 if self.torque_mode:  # (the controller compensates gravity itself: the loop's torque, less it)

@@ -744,9 +744,8 @@ class LoopCycle:
         code = arb.update(now, hw, sp, active)
         held = arb.active
         if held.bitten if held is self.brake or held is self.estop_hold else False:
-            held.bitten = False  # the brakes bit where the arm is: the shaping restarts there, and no integral wound
-            self.law.reset()  # up by the stop pushes it on
-            chain.reset(hw, sp)
+            held.bitten = False  # the brakes bit where the arm is: the shaping restarts there (it stepped the hold on
+            chain.reset(hw, sp)  # from the stop's end). The law's integral stays: it holds the arm's model error
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
                                          or before is self.torque):
             chain.reset(hw, sp)  # brakes and torque-driven joints hand over the measured state, not a reference

@@ -8,8 +8,8 @@ Three ways to come to rest (``stop``):
   safety E-stop latch: from the *measured* state at the joints' acceleration limits, biting within ``1/BRAKE_JERK``
   s, then holding where the arm stopped. A brake never springs back: stopping dead at the measurement
   pulled a 0.5 rad/s arm back 5 mrad past its stop and it crept there afterwards. When the stop ends the brakes
-  bite where the arm is (``bitten``: the loop restarts its law's integral, which the braking wound up — left, it
-  pushed a wrist on 0.6 mrad past the stop and then, stuck and slipping, 1 mrad back, found by the fuzz run). While a detected collision
+  bite where the arm is (``bitten``: the loop restarts its safety chain's shaping there) — held at the stop's end,
+  a wrist that ran on 0.6 mrad past it was pulled back 1.0 mrad through the plant's stick-slip (a fuzz run's find). While a detected collision
   holds the arm (``contact``) they stop dead instead: braking on from the measured speed pushed it into what it
   hit (63 N on the table against 13 N);
 - ``"dead"``: the measurement itself (an arm that brakes itself: the loop's setpoint only follows it; a detected
@@ -52,6 +52,7 @@ class HoldSource(SetpointSource):
         After TORQUE_MODE there is no tracked setpoint: the ramp starts from the measured state.
         """
         i = self.idx
+        self.bitten = False
         if self.ramp is None or (self.measured and self.contact):
             np.clip(hw.position[i], self.lower, self.upper, out=self.q)
             if self.ramp is not None:

@@ -210,7 +210,7 @@ class JointRecorder:
         if self.sub is not None:
             self.sub.unregister()
             self.sub = None
-        rows = self._rows
+        rows = list(self._rows)  # (a callback under way may still append: one snapshot for t, q and v alike)
         self.t = np.array([r[0] for r in rows])
         self.q = np.array([r[1] for r in rows]).reshape(len(rows), len(self.names))
         self.v = np.array([r[2] for r in rows]).reshape(len(rows), len(self.names))
