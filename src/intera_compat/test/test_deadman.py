@@ -349,16 +349,18 @@ def stream_until_moving(ch, cfg, speed: float, proc, more: int = 25) -> None:
     validator = make_validator(cfg)
     velocity = [speed] + [0.0] * (cfg.n_arm - 1)
     end = time.monotonic() + PATIENCE
+    st = None
     while True:
         assert proc.poll() is None, "the loop process ended"
-        assert time.monotonic() < end, "the arm never moved"
+        assert time.monotonic() < end, "the arm never moved" + ("" if st is None else (
+            f" (enabled {st.enabled[0]:g}, ready {st.ready[0]:g}, base joint {st.velocity[0]:+.3f} rad/s)"))
         ch.state.read()
         st = ch.state.local
         if st.enabled[0] > 0.5 and st.ready[0] > 0.5:
             v = validator.check(VELOCITY_MODE, cfg.joint_names, {"velocity": velocity})
             assert v.ok, v
             ch.post_command(v.mode, v.mask, v.arrays)
-            if abs(st.velocity[0] - speed) < 0.02 or more < 25:
+            if abs(st.velocity[0] - speed) < 0.05 * abs(speed) + 0.01 or more < 25:
                 more -= 1
                 if more < 0:
                     return

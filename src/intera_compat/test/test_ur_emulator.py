@@ -396,3 +396,42 @@ def test_a_pause_on_the_pendant_is_no_silence_of_the_client_to_the_watchdog():
         assert c.watchdog_trips == 0 and c.runtime_state == PLAYING
     finally:
         c.stop()
+
+
+def test_a_script_started_reads_the_inputs_sent_before_it_first(monkeypatch):
+    """The client clears the command register on RTDE and then uploads the script on port 30003: the script must
+    not run the stale servoJ still in the register while the clear waits in the RTDE socket. In process: the
+    RTDE reader stands still for 20 ms with the clear pending (the grace made long: this process may stall)."""
+    import threading
+
+    from intera_compat.emulator import ur_controller
+    from intera_compat.emulator.ur_controller import SERVOJ, URController
+    monkeypatch.setattr(ur_controller, "INPUT_GRACE", 10.0)
+    c = URController()
+    c.start()
+    try:
+        c.power_on()
+        assert until(lambda: c.brake_release())
+        with c.lock:
+            q0 = c.state.position[:6].copy()
+        stale = {"input_int_register_0": SERVOJ}
+        stale.update({f"input_double_register_{i}": float(q0[i] + (0.3 if i == 5 else 0.0)) for i in range(6)})
+        c.take_inputs(stale)  # (the last servoJ before a stop: 0.3 rad ahead on the last joint)
+        pending = [True]
+        c.inputs_pending = lambda: pending[0]
+
+        def reader():  # (the clear, read late)
+            time.sleep(0.02)
+            c.take_inputs({"input_int_register_0": 0})
+            pending[0] = False
+        t = threading.Thread(target=reader)
+        t.start()
+        assert c.start_script()
+        t.join()
+        started = c.now
+        assert until(lambda: c.now > started + 0.3, 30)
+        with c.lock:
+            moved = float(np.abs(c.state.position[:6] - q0).max())
+        assert moved < 1e-4, f"the stale servoJ moved the arm {moved * 1e3:.2f} mrad"
+    finally:
+        c.stop()

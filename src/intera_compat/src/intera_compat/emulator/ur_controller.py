@@ -201,7 +201,13 @@ class URController(EmulatedArm):
 
     # ---- the control script (emulated) ------------------------------------------------------------------
     def start_script(self) -> bool:
-        """The control script arrived (port 30003): it runs if the arm may move."""
+        """The control script arrived (port 30003): it runs if the arm may move. What the client sent on RTDE before
+        it is read first (``INPUT_GRACE`` at most): the script comes on another socket, and a real controller has
+        long read its inputs by the time a program starts — a command register the client cleared before the upload
+        must not run as the stale servoJ still in it (the arm moved 3 mrad after a reset, beside a CPU hog)."""
+        end = time.monotonic() + INPUT_GRACE
+        while self.inputs_pending() and time.monotonic() < end:
+            time.sleep(0.001)
         with self.lock:
             if not self.moving_allowed():
                 return False
