@@ -394,6 +394,29 @@ def test_a_position_arm_held_its_target_while_the_loop_stalled_and_gets_no_catch
     assert np.abs(np.diff(p.sent)).max() < 1.5 * abs(p.V) * p.L.dt and p.L.state.local.fault_code[0] == 0
 
 
+def test_a_position_arm_counts_the_time_its_samples_skipped_as_lag_and_stamp_jitter_adds_none(paced):
+    """One cycle per sample: a gap of 4 periods in the arm's stamps is 3 periods the loop's clock did not run
+    (``lag``: the trajectory under way makes it up, loop/lag.py, which drops it when none runs — so it is read
+    here as the sample is taken); samples alternately 0.4 period late and on time add nothing up."""
+    p = paced("position")
+    assert p.backend.lags
+    p.stream(20)
+
+    def sample(periods, late=0.0):  # the arm runs on, the loop takes its next sample (no cycle)
+        p.arm.step(periods * p.L.dt)
+        p.arm.hw_in.local.stamp[0] = p.arm.now + late * p.L.dt
+        p.arm.hw_in.publish_local()
+        os.write(p.arm.wake_w, b"\x01")
+        p.clock.wait()
+        return p.backend.lag
+    lags = [sample(1, 0.4 * (k % 2)) for k in range(20)]
+    assert max(lags) <= 0.4 * p.L.dt + 1e-9  # (late, then on time: back to 0)
+    assert sample(4) == pytest.approx(3 * p.L.dt, abs=1e-9)
+    assert sample(1) == pytest.approx(3 * p.L.dt, abs=1e-9)  # (on schedule again: as much as before)
+    v = paced("velocity")
+    assert not v.backend.lags
+
+
 def test_a_lost_link_stops_the_robot_and_nothing_moves_on_reconnect_until_reset_and_enable(rig):
     arm, backend, L = rig
     q0 = L.arm_q

@@ -39,6 +39,8 @@ class Backend(abc.ABC):
     clock: bool = False  # the arm paces the loop (``wait``)
     holds_itself: bool = False  # disabled, its own controller holds it, even taking torques (a UR's direct torque)
     paced: bool = False  # trajectory-only: the loop's reference follows the arm's progress (its own timing)
+    lags: bool = False  # clock backends that run one cycle per sample: ``lag`` counts what the cycles fell behind
+    lag: float = 0.0  # s of the arm's time the loop's cycles did not run (its trajectories make it up: the loop)
 
     @classmethod
     def declared(cls, cfg, options: dict) -> frozenset:

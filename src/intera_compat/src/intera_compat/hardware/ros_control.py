@@ -245,6 +245,8 @@ class RosControlBackend(Backend):
         self._poke = b"\x01"
         self.link_timeout = s.lost_after
         self.catch_up = s.interface == "velocity"  # (it runs on between samples; see _due_for)
+        self.lags = s.interface in ("position", "effort")  # (one cycle per sample: what the arm ran beyond, ``lag``;
+        # a trajectory-only arm runs its trajectories on its own clock)
         self._cycled = -1.0  # the last sample the loop took
         self._t_arm = math.nan  # the arm's time (its stamps) the loop's cycles have reached
         self._taken = 0.0  # monotonic() when the loop took its last sample
@@ -315,7 +317,8 @@ class RosControlBackend(Backend):
     def _due_for(self, stamp: float) -> int:
         """The cycles due for a sample stamped ``stamp``. A position arm's controller held its last target
         meanwhile, an effort arm's PD law holds the reference it was left at: one (caught up, an effort arm was
-        found off its rest pose by the dead-man tests). A velocity arm ran on with its last command: the periods
+        found off its rest pose by the dead-man tests); the periods the arm ran beyond it count in ``lag`` (the
+        loop's trajectories make them up, within the joints' limits). A velocity arm ran on with its last command: the periods
         its time is ahead of the loop's (``_t_arm``, which the cycles run advance: stamp jitter does not add up), at
         most as many as the loop's own clock saw pass (a step of the arm's clock is no time to catch up: resync),
         so that its time keeps the arm's (a reference left behind an arm running on would be pulled back:
@@ -331,6 +334,8 @@ class RosControlBackend(Backend):
         if not self.catch_up or not (abs(ahead) <= window):
             self._overrun = self.catch_up and ahead > window and elapsed > window
             self._t_arm = stamp
+            if self.lags and abs(ahead) <= window:  # (the periods beyond this cycle's, less those it came
+                self.lag = max(self.lag + ahead - p, 0.0)  # early: stamp jitter does not add up)
             return 1
         due, most = int(round(ahead / p)), int(round(elapsed / p)) + 1
         if due > most:  # the arm's clock stepped (or its last stamps came late): as much as passed, and resync

@@ -48,6 +48,7 @@ from .arbiter import Arbiter
 from .channel import TO_LOOP_WORDS, Channel
 from .commands import bypass_tolerance
 from .forwarding import Forwarder
+from .lag import LagCatchUp
 from .layouts import (MSG_ARM_REQUEST, MSG_ARM_RESULT, MSG_BYPASS, MSG_COMMAND, MSG_CUFF, MSG_ENABLE, MSG_ESTOP,
                       MSG_FAULT, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP, MSG_SIM_FAULT, MSG_SIM_WRENCH,
                       MSG_STOP, MSG_SUPPRESS, MSG_TRAJ_CANCEL, MSG_TRAJ_EXECUTE, MSG_TRAJ_RESULT, MSG_TRAJ_SCALING,
@@ -186,6 +187,7 @@ class LoopCycle:
         self._cartesian_on = False  # the command's force-mode / freedrive rows are set
         self._no_interaction = (*self._measured_handover, self.torque)
         self._torque_loop = self.impedance is not None and sup(Capability.EFFORT)  # link-side torques measured
+        self.lag = LagCatchUp(backend, self.trajectory, dt)  # (time a clock backend's cycles lost: loop/lag.py)
         # a trajectory-only arm is handed each whole trajectory the trajectory source starts (loop/forwarding.py)
         self.forwarder = Forwarder(backend, self.trajectory, self.position) if sup(Capability.TRAJECTORY_ONLY) \
             else None
@@ -688,7 +690,8 @@ class LoopCycle:
             self.backend.disable()
 
     def _pace(self) -> float:
-        return 1.0 if self.forwarder is None else self.forwarder.pace
+        pace = 1.0 if self.forwarder is None else self.forwarder.pace
+        return pace * self.lag.pace(self.arbiter.active)
 
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: the brakes take the arm now, from its measured state (an arm the

@@ -35,7 +35,7 @@ class Forwarder:
         self.paced = backend.paced  # the reference follows the arm's own timing
         self.pace = 1.0  # the reference's time base factor it asks for
         if self.paced:
-            trajectory.speed_max = PACE_MAX
+            trajectory.speed_max, trajectory.time_capped = PACE_MAX, True
         self.waypoints = backend.has(Capability.WAYPOINT)  # POSITION targets go as single waypoints
         self._wp_speed = np.zeros(len(position.interp.vmax))
         self._waypoint_out = False  # a POSITION target went to the arm as a waypoint (cancelled when it stops driving)

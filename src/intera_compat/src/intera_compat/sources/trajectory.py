@@ -2,8 +2,9 @@
 
 Time along the trajectory advances by ``dt × scaling`` per cycle, ``scaling`` = the sender's factor
 (``set_scaling``) × the loop's ``speed`` (backend: UR slider, Cobot progress; × operator override): at 0 the arm
-pauses on the path, it does not abort. Above 1 only for an arm that times its motion itself (``speed_max``), within
-every joint's velocity limit; its time never passes ``time_cap``, which restarts at 0 with each trajectory, and
+pauses on the path, it does not abort. Above 1 only (``speed_max``) for an arm that times its motion itself, or to
+make up time a clock backend's arm ran that the loop's cycles did not (``Backend.lag``), within every joint's
+velocity limit; for the first, its time never passes ``time_cap``, which restarts at 0 with each trajectory, and
 where the cap holds the time back, the velocity and acceleration are those of the time actually passed. The
 applied factor follows a change within ``scaling_ramp`` seconds for the full range (a pause decelerates along the
 path, it is not a step); velocities and accelerations are scaled with it (a = a_path·s² + v_path·ṡ). The applied
@@ -71,6 +72,7 @@ class TrajectorySource(SetpointSource):
         # 1, or more for an arm that times its motion itself (a Cobot's PLC): its reference catches up with it
         self.speed_max = 1.0
         self.time_cap = np.inf  # the time it may not pass (a paced arm's own time: its catch-up never overshoots)
+        self.time_capped = False  # ... which the loop sets every cycle (a paced arm)
         self.max_rate = 1.0 / scaling_ramp  # largest |ṡ| a sender's change of scaling gets, 1/s
         self.rate = 0.0  # ṡ of the applied scaling, 1/s
         self._fresh = True  # the next update starts at the requested scaling
@@ -138,7 +140,7 @@ class TrajectorySource(SetpointSource):
         self.traj_id = traj_id
         self.state = TRAJ_RUNNING
         self.time = 0.0
-        if self.speed_max > 1.0:  # a paced arm: its time restarts with the trajectory it is handed (the loop sets it)
+        if self.time_capped:  # a paced arm: its time restarts with the trajectory it is handed (the loop sets it)
             self.time_cap = 0.0
         self.segment = -1
         return True
