@@ -420,3 +420,28 @@ def test_the_safety_estop_latch_on_a_standing_arm_with_an_unmodelled_load_keeps_
         L.step()
         worst = max(worst, float(np.abs(s.position[:7] - q0).max()))
     assert L.cycle.estop_hold.on and worst < 1.5e-3, f"the arm moved {worst * 1e3:.2f} mrad under the latch"
+
+
+def test_a_reference_that_ran_ahead_of_a_braking_stream_waits_for_it_and_does_not_step_back():
+    """reversal (30-min run on 90c6ae6): a TRAJECTORY_MODE stream starts right_j2 at -1.03 rad/s from rest, braking
+    at 4.5 rad/s²; the shaped reference, catching up at the acceleration limit, ran ahead of the braking stream,
+    stepped back 0.11 mrad to meet it and then on to its resting point. It waits for the stream now."""
+    L = started()
+    s = L.state.local
+    p0, v0, a0 = s.cmd_position[:3].copy(), np.array([0.0, 0.0, -1.027425]), np.array([0.0, 0.0, 4.53125])
+    t0 = L.cycle.now
+    names = ["right_j0", "right_j1", "right_j2"]
+
+    def send():
+        t = L.cycle.now - t0
+        assert L.send(TRAJECTORY_MODE, names, position=p0 + (v0 + 0.5 * a0 * t) * t, velocity=v0 + a0 * t,
+                      acceleration=a0).ok
+    ref = []
+    for k in range(600):
+        if k < 177 and k % 10 == 0:
+            send()
+        L.step()
+        ref.append(s.cmd_position[2])
+    ref = np.array(ref)
+    back = float(np.max(ref - np.minimum.accumulate(ref)))  # (moving down: how far it came back up)
+    assert back < 1e-5, f"right_j2's reference came back {back * 1e3:.3f} mrad"
