@@ -397,7 +397,8 @@ def test_a_position_arm_held_its_target_while_the_loop_stalled_and_gets_no_catch
 def test_a_position_arm_counts_the_time_its_samples_skipped_as_lag_and_stamp_jitter_adds_none(paced):
     """One cycle per sample: a gap of 4 periods in the arm's stamps is 3 periods the loop's clock did not run
     (``lag``: the trajectory under way makes it up, loop/lag.py, which drops it when none runs — so it is read
-    here as the sample is taken); samples alternately 0.4 period late and on time add nothing up."""
+    here as the sample is taken); samples alternately 0.4 period late and on time add nothing up, nor does a step
+    of the arm's clock."""
     p = paced("position")
     assert p.backend.lags
     p.stream(20)
@@ -413,6 +414,8 @@ def test_a_position_arm_counts_the_time_its_samples_skipped_as_lag_and_stamp_jit
     assert max(lags) <= 0.4 * p.L.dt + 1e-9  # (late, then on time: back to 0)
     assert sample(4) == pytest.approx(3 * p.L.dt, abs=1e-9)
     assert sample(1) == pytest.approx(3 * p.L.dt, abs=1e-9)  # (on schedule again: as much as before)
+    # the arm's clock steps 3 periods on while a period passes: no more than the loop's own clock saw is lost
+    assert sample(1, late=3.0) <= 3.5 * p.L.dt + 1e-9
     v = paced("velocity")
     assert not v.backend.lags
 

@@ -23,12 +23,13 @@ def started():
     return L
 
 
-def run(L, lost: float):
-    """right_j3 +0.5 rad in 2 s; ``lost`` s of the arm's time lost 0.5 s in. The loop time it took and the
-    reference's velocities on the way."""
+def run(L, lost: float, distance: float = 0.5, duration: float = 2.0):
+    """right_j3 ``distance`` rad in ``duration`` s (a quintic from rest to rest); ``lost`` s of the arm's time
+    lost 0.5 s in. The loop time it took and the reference's velocities on the way."""
     q0 = L.arm_q
     v0 = np.zeros(7)
-    tid = L.trajectories.execute([0.0, 2.0], [q0, q0 + np.array([0, 0, 0, 0.5, 0, 0, 0])], [v0, v0], [v0, v0])
+    q1 = q0 + np.array([0, 0, 0, distance, 0, 0, 0])
+    tid = L.trajectories.execute([0.0, duration], [q0, q1], [v0, v0], [v0, v0])
     t0, vel = L.cycle.now, []
 
     def step():
@@ -36,7 +37,7 @@ def run(L, lost: float):
         vel.append(L.state.local.cmd_velocity[3])
         if lost and abs(L.cycle.now - t0 - 0.5) < 0.5 * L.dt:
             L.backend.lag = lost
-    res = L.trajectories.wait(tid, 5.0, step=step)
+    res = L.trajectories.wait(tid, 2.0 * duration + 5.0, step=step)
     assert res is not None and res.status == T.SUCCEEDED
     return L.cycle.now - t0, np.array(vel)
 
@@ -61,3 +62,43 @@ def test_lost_time_with_no_trajectory_is_dropped_and_nothing_moves():
     assert L.backend.lag == 0.0 and np.abs(L.arm_q - q0).max() < 1e-4
     took, _ = run(L, 0.0)  # (a trajectory after it keeps its own time)
     assert took == pytest.approx(2.0, abs=0.02)
+
+
+def test_a_path_near_the_limits_makes_up_only_what_keeps_it_within_them():
+    """1 rad in 1.2 s: the path peaks at 0.8 of right_j3's velocity limit and 0.4 of its acceleration limit —
+    made up at 1.125 × at most (0.9 of the velocity limit), not 1.5 × (the velocity limit passed by 11-13 % in a
+    review's run, the accelerations grow with the factor's square)."""
+    L = started()
+    src = L.cycle.trajectory
+    took, v = run(L, 0.25, distance=-1.0, duration=1.2)
+    assert took < 1.2 - 0.05  # (some made up)
+    assert np.abs(v).max() <= 0.91 * src.vmax[3]  # (0.9 of it, the path's peak sampled at 200 points)
+    assert np.abs(np.diff(v)).max() / L.dt <= src.amax[3]
+
+
+@pytest.mark.parametrize("override", [0.5, 0.0])
+def test_time_lost_while_the_operator_slows_the_trajectory_is_not_made_up(override):
+    """The speed override below 1 (or a pause): no schedule is kept, the lag is dropped — made up, it ran the
+    arm at 1.5 × what the operator set (a review's find)."""
+    L = started()
+    q0 = L.arm_q
+    v0 = np.zeros(7)
+    tid = L.trajectories.execute([0.0, 2.0], [q0, q0 + np.array([0, 0, 0, 0.5, 0, 0, 0])], [v0, v0], [v0, v0])
+    L.run(0.5)
+    L.set(speed_override=override)
+    L.run(0.1)
+    L.backend.lag = 0.25
+    L.run(0.2)
+    assert L.backend.lag == 0.0 and L.cycle.trajectory.applied_scaling <= override + 1e-9
+    L.set(speed_override=1.0)
+    res = L.trajectories.wait(tid, 10.0, step=L.step)
+    assert res is not None and res.status == T.SUCCEEDED
+
+
+def test_a_new_trajectory_starts_on_its_own_schedule():
+    """Lag left from the trajectory before (or lost while it was prepared) is not the new one's: it starts at 1."""
+    L = started()
+    took, _ = run(L, 0.25)
+    L.backend.lag = 0.25  # (lost after the last one ended, then nothing dropped it)
+    took2, _ = run(L, 0.0, distance=-0.5)
+    assert took2 == pytest.approx(2.0, abs=0.02)

@@ -689,9 +689,9 @@ class LoopCycle:
         else:
             self.backend.disable()
 
-    def _pace(self) -> float:
+    def _pace(self, speed: float) -> float:
         pace = 1.0 if self.forwarder is None else self.forwarder.pace
-        return pace * self.lag.pace(self.arbiter.active)
+        return pace * self.lag.pace(self.arbiter.active, speed)
 
     def _hold_measured(self) -> None:
         """This cycle's setpoint after a fault: the brakes take the arm now, from its measured state (an arm the
@@ -712,8 +712,8 @@ class LoopCycle:
         self.backend.read(hw)
         # the time base's factor: the backend's (UR slider, Cobot progress) × the operator's override (0..1,
         # validated by the listener)
-        self.trajectory.speed = ((hw.speed_scaling if self._backend_scales else 1.0) * self._pace()
-                                 * self.ch.control.local.speed_override[0])
+        speed = (hw.speed_scaling if self._backend_scales else 1.0) * self.ch.control.local.speed_override[0]
+        self.trajectory.speed = speed * self._pace(speed)  # (× a paced arm's pace, a lagging arm's catch-up)
         ready = self.backend.ready()
         if ready != self._arm_ready:
             self.law.reset()  # (the integral restarts with the arm)

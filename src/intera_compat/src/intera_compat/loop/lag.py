@@ -4,35 +4,70 @@ A ros_control position or effort arm gets one cycle per joint-state sample: a ga
 the bridge or the arm's publisher stalled) is arm time the loop's clock never ran (``Backend.lag``). A client keeps
 its own schedule — the SDK's joint_trajectory_client waits for its result for exactly the trajectory's duration and
 cancels it then, and the SDK's own action server samples the trajectory at ``now - stamp`` — so a trajectory under
-way makes the lost time up: its time base runs up to ``PACE_MAX`` × faster until it is back on schedule, the
-factor falling with what is left (``TAU``), within every joint's velocity limit and ramped within the acceleration
-and jerk limits as any change of the time base (``TrajectorySource``). Nothing runs ahead: there is no schedule to
-keep without a trajectory, and lag counted then is dropped. Not a jump: the position arm's controller held its
-last target through the gap (a step of the target by the time lost drove a review's arm at 1.85× the speed asked).
+way makes the lost time up: its time base runs faster, 1 + lag / ``TAU``, until it is back on schedule, changes of
+the factor ramped within the acceleration and jerk limits as any change of the time base (``TrajectorySource``).
+
+At most ``PACE_MAX`` ×, and no faster than keeps the whole path within ``MARGIN`` of every joint's velocity limit
+and (the path's accelerations grow with the factor's square) its acceleration limit: the path's peaks are sampled
+once, when the trajectory starts (``PEAK_SAMPLES`` points and its knots); a path planned at the limits gets no
+catch-up. Only what is lost while the trajectory runs at full speed counts: a new trajectory starts with none (it
+has its own schedule), and while its sender, the backend or the operator slows it (a pause, the speed override)
+nothing is kept on a schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
+position arm's controller held its last target through the gap (a step of the target by the time lost drove a
+review's arm at 1.85× the speed asked).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..data.codes import TRAJ_RUNNING
 
 PACE_MAX = 1.5  # the fastest a trajectory's time base runs to make up lost time (× its own)
 TAU = 0.25  # s: the time base runs 1 + lag / TAU (a 0.05 s lag: 1.2 ×), so that lost time decays with TAU
+MARGIN = 0.9  # of the joints' velocity and acceleration limits, the most the faster path may use
+PEAK_SAMPLES = 200  # points of the path sampled for its peaks when it starts
 
 
 class LagCatchUp:
     def __init__(self, backend, trajectory, dt: float):
         self.backend, self.trajectory, self.dt = backend, trajectory, dt
+        self._traj = None  # the trajectory the factor's cap is for
+        self._top = 1.0
         if backend.lags:
             trajectory.speed_max = max(trajectory.speed_max, PACE_MAX)
+        m = len(trajectory.vmax)
+        self._q, self._v, self._a = np.zeros(m), np.zeros(m), np.zeros(m)
+        self._pv, self._pa = np.zeros(m), np.zeros(m)
 
-    def pace(self, driving) -> float:
+    def pace(self, driving, speed: float) -> float:
         """This cycle's factor of the time base (1: on schedule, or nothing to make up); what the last cycle ran
-        beyond 1 is taken off the lag first. ``driving``: the source that drives the arm."""
+        beyond 1 is taken off the lag first. ``driving``: the source that drives the arm; ``speed``: the rest of
+        the time base's factor (the backend's × the operator's override)."""
         b, t = self.backend, self.trajectory
         if not b.lags:
             return 1.0
-        if driving is not t or t.state != TRAJ_RUNNING:
+        if driving is not t or t.state != TRAJ_RUNNING or t.scaling * speed < 1.0:
             b.lag = 0.0
+            return 1.0
+        if t.traj_id != self._traj:  # (a new trajectory: its own schedule from its start)
+            self._traj, b.lag = t.traj_id, 0.0
+            self._top = self._peak_pace()
             return 1.0
         lag = b.lag - max(t.applied_scaling - 1.0, 0.0) * self.dt
         b.lag = lag = lag if lag > 0.0 else 0.0
-        return 1.0 + min(lag / TAU, PACE_MAX - 1.0)
+        return 1.0 + min(lag / TAU, self._top - 1.0)
+
+    def _peak_pace(self) -> float:
+        """The largest factor that keeps the whole path within ``MARGIN`` of the limits (at least 1)."""
+        t = self.trajectory
+        tr, pv, pa = t.traj, self._pv, self._pa
+        pv.fill(0.0)
+        pa.fill(0.0)
+        times = np.concatenate((np.linspace(0.0, tr.duration, PEAK_SAMPLES), tr.t[:tr.k]))
+        for tau in times:
+            tr.sample(float(tau), self._q, self._v, self._a)
+            np.maximum(pv, np.abs(self._v), out=pv)
+            np.maximum(pa, np.abs(self._a), out=pa)
+        with np.errstate(divide="ignore"):
+            top = min(float(np.min(MARGIN * t.vmax / pv)), float(np.min(MARGIN * t.amax / pa)) ** 0.5)
+        return min(max(top, 1.0), PACE_MAX)
