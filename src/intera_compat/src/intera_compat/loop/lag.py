@@ -9,7 +9,8 @@ the factor ramped within the acceleration and jerk limits as any change of the t
 
 At most ``PACE_MAX`` ×, and no faster than keeps the whole path within ``MARGIN`` of every joint's velocity limit
 and (the path's accelerations grow with the factor's square) its acceleration limit: the path's peaks are sampled
-once, when the trajectory starts (``PEAK_SAMPLES`` points and its knots); a path planned at the limits gets no
+once, when the trajectory starts (its knots, its segments' mean speeds and ``PEAK_SAMPLES`` points of it: about
+1 ms, once); a path planned at the limits gets no
 catch-up. Only what is lost while the trajectory runs at full speed counts: a new trajectory starts with none (it
 has its own schedule), and while its sender, the backend or the operator slows it (a pause, the speed override)
 nothing is kept on a schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
@@ -25,7 +26,7 @@ from ..data.codes import TRAJ_RUNNING
 PACE_MAX = 1.5  # the fastest a trajectory's time base runs to make up lost time (× its own)
 TAU = 0.25  # s: the time base runs 1 + lag / TAU (a 0.05 s lag: 1.2 ×), so that lost time decays with TAU
 MARGIN = 0.9  # of the joints' velocity and acceleration limits, the most the faster path may use
-PEAK_SAMPLES = 200  # points of the path sampled for its peaks when it starts
+PEAK_SAMPLES = 40  # points of the path sampled for its peaks when it starts
 
 
 class LagCatchUp:
@@ -63,8 +64,14 @@ class LagCatchUp:
         tr, pv, pa = t.traj, self._pv, self._pa
         pv.fill(0.0)
         pa.fill(0.0)
-        times = np.concatenate((np.linspace(0.0, tr.duration, PEAK_SAMPLES), tr.t[:tr.k]))
-        for tau in times:
+        k = tr.k
+        if k:  # (the knots' own values, the segments' mean speeds, then the path between them)
+            np.maximum(pv, np.abs(tr.v[:k]).max(axis=0), out=pv)
+            np.maximum(pa, np.abs(tr.a[:k]).max(axis=0), out=pa)
+        if k > 1:
+            mean = np.abs(np.diff(tr.q[:k], axis=0)) / np.diff(tr.t[:k])[:, None]
+            np.maximum(pv, mean.max(axis=0), out=pv)
+        for tau in np.linspace(0.0, tr.duration, PEAK_SAMPLES):
             tr.sample(float(tau), self._q, self._v, self._a)
             np.maximum(pv, np.abs(self._v), out=pv)
             np.maximum(pa, np.abs(self._a), out=pa)
