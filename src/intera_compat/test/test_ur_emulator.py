@@ -350,88 +350,84 @@ def test_direct_torque_acts_on_top_of_the_controllers_gravity_compensation(runni
     assert np.abs(np.array(rr.getActualQ()) - q).max() < 1e-3
 
 
-def test_the_watchdog_gives_no_grace_to_a_client_that_sent_nothing():
-    """The emulator waits a moment for inputs sent in time but not yet read (its own threads lag on a loaded
-    machine); a client that sent nothing gets no grace: kicks 140 ms apart stop the program at 10 Hz, as on a real
-    controller (the grace had passed gaps of up to 150 ms). In process: the kicks straight into the controller."""
+@pytest.fixture
+def scripted():
+    """The controller in process (no sockets), powered, brakes released; ``(c, watchdog)``: ``watchdog(hz)`` starts
+    the control script with its watchdog at ``hz``, fed now."""
     from intera_compat.emulator.ur_controller import URController
     c = URController()
     c.start()
+
+    def watchdog(hz: float) -> None:
+        assert until(lambda: c.start_script())
+        with c.lock:
+            c.watchdog_hz = hz
+            c._last_input = c.clock()
     try:
         c.power_on()
         assert until(lambda: c.brake_release())
-        assert until(lambda: c.start_script())
-        with c.lock:
-            c.watchdog_hz = 10.0
-            c._last_input = c.clock()
-        for _ in range(40):
-            time.sleep(0.14)  # (never shorter)
-            c.take_inputs({"input_int_register_0": 0})
-            if c.watchdog_trips:
-                break
-        assert c.watchdog_trips >= 1
+        yield c, watchdog
     finally:
         c.stop()
 
 
-def test_a_pause_on_the_pendant_is_no_silence_of_the_client_to_the_watchdog():
+def test_the_watchdog_gives_no_grace_to_a_client_that_sent_nothing(scripted):
+    """The emulator waits a moment for inputs sent in time but not yet read (its own threads lag on a loaded
+    machine); a client that sent nothing gets no grace: kicks 140 ms apart stop the program at 10 Hz, as on a real
+    controller (the grace had passed gaps of up to 150 ms). In process: the kicks straight into the controller."""
+    c, watchdog = scripted
+    watchdog(10.0)
+    for _ in range(40):
+        time.sleep(0.14)  # (never shorter)
+        c.take_inputs({"input_int_register_0": 0})
+        if c.watchdog_trips:
+            break
+    assert c.watchdog_trips >= 1
+
+
+def test_a_pause_on_the_pendant_is_no_silence_of_the_client_to_the_watchdog(scripted):
     """The watchdog is the program's: paused, it does not run, and a play counts from there (a pause longer than
     1 / watchdog_hz stopped the program on its first cycle after the play). In controller time, in process."""
-    from intera_compat.emulator.ur_controller import PLAYING, URController
-    c = URController()
-    c.start()
-    try:
-        c.power_on()
-        assert until(lambda: c.brake_release())
-        assert until(lambda: c.start_script())
-        with c.lock:
-            c.watchdog_hz = 0.5  # (2 s)
-            c._last_input = c.clock()
-        assert c.pause_program()
-        paused = c.now
-        assert until(lambda: c.now > paused + 2.5, 30)
-        assert c.play()
-        played = c.now
-        assert until(lambda: c.now > played + 0.5, 30)
-        assert c.watchdog_trips == 0 and c.runtime_state == PLAYING
-    finally:
-        c.stop()
+    from intera_compat.emulator.ur_controller import PLAYING
+    c, watchdog = scripted
+    watchdog(0.5)  # (2 s)
+    assert c.pause_program()
+    paused = c.now
+    assert until(lambda: c.now > paused + 2.5, 30)
+    assert c.play()
+    played = c.now
+    assert until(lambda: c.now > played + 0.5, 30)
+    assert c.watchdog_trips == 0 and c.runtime_state == PLAYING
 
 
-def test_a_script_started_reads_the_inputs_sent_before_it_first(monkeypatch):
+def test_a_script_started_reads_the_inputs_sent_before_it_first(monkeypatch, scripted):
     """The client clears the command register on RTDE and then uploads the script on port 30003: the script must
     not run the stale servoJ still in the register while the clear waits in the RTDE socket. In process: the
     RTDE reader stands still for 20 ms with the clear pending (the grace made long: this process may stall)."""
     import threading
 
     from intera_compat.emulator import ur_controller
-    from intera_compat.emulator.ur_controller import SERVOJ, URController
+    from intera_compat.emulator.ur_controller import SERVOJ
     monkeypatch.setattr(ur_controller, "INPUT_GRACE", 10.0)
-    c = URController()
-    c.start()
-    try:
-        c.power_on()
-        assert until(lambda: c.brake_release())
-        with c.lock:
-            q0 = c.state.position[:6].copy()
-        stale = {"input_int_register_0": SERVOJ}
-        stale.update({f"input_double_register_{i}": float(q0[i] + (0.3 if i == 5 else 0.0)) for i in range(6)})
-        c.take_inputs(stale)  # (the last servoJ before a stop: 0.3 rad ahead on the last joint)
-        pending = [True]
-        c.inputs_pending = lambda: pending[0]
+    c, _ = scripted
+    with c.lock:
+        q0 = c.state.position[:6].copy()
+    stale = {"input_int_register_0": SERVOJ}
+    stale.update({f"input_double_register_{i}": float(q0[i] + (0.3 if i == 5 else 0.0)) for i in range(6)})
+    c.take_inputs(stale)  # (the last servoJ before a stop: 0.3 rad ahead on the last joint)
+    pending = [True]
+    c.inputs_pending = lambda: pending[0]
 
-        def reader():  # (the clear, read late)
-            time.sleep(0.02)
-            c.take_inputs({"input_int_register_0": 0})
-            pending[0] = False
-        t = threading.Thread(target=reader)
-        t.start()
-        assert c.start_script()
-        t.join()
-        started = c.now
-        assert until(lambda: c.now > started + 0.3, 30)
-        with c.lock:
-            moved = float(np.abs(c.state.position[:6] - q0).max())
-        assert moved < 1e-4, f"the stale servoJ moved the arm {moved * 1e3:.2f} mrad"
-    finally:
-        c.stop()
+    def reader():  # (the clear, read late)
+        time.sleep(0.02)
+        c.take_inputs({"input_int_register_0": 0})
+        pending[0] = False
+    t = threading.Thread(target=reader)
+    t.start()
+    assert c.start_script()
+    t.join()
+    started = c.now
+    assert until(lambda: c.now > started + 0.3, 30)
+    with c.lock:
+        moved = float(np.abs(c.state.position[:6] - q0).max())
+    assert moved < 1e-4, f"the stale servoJ moved the arm {moved * 1e3:.2f} mrad"
