@@ -79,6 +79,7 @@ class JointLimits(SafetyPlugin):
         self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
         self._free, self._m = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         self._r, self._rb, self._brk, self._up = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, bool)
+        self._past = np.zeros(n, dtype=bool)
         self._primed = False
 
     def set_range(self, lower: np.ndarray, upper: np.ndarray) -> None:
@@ -296,13 +297,17 @@ class JointLimits(SafetyPlugin):
         np.less(sp.v, 0.0, out=up)
         up &= brk
         np.copyto(lo, np.maximum(lo, rb, out=rb), where=up)
-        # nor steps back to meet it (a reference that ran ahead of the braking source waits for it: going back, then
-        # on again to its resting point, was a reversal — 0.11 mrad in a fuzz run), as far as the limit allows
+        # nor, short of that resting point, steps back to meet the source (a reference that ran ahead of it waits for
+        # it: going back, then on again to the resting point, was a reversal — 0.11 mrad in a fuzz run), as far as
+        # the acceleration limit allows; past the resting point it comes back to it (a point at rest whose braking
+        # acceleration is still set: held there, the reference stuck and buzzed, a review's find)
+        up &= np.less_equal(r, 0.0, out=self._past)
         np.minimum(hi, 0.0, out=rb)
         np.maximum(rb, lo, out=rb)
         np.copyto(hi, rb, where=up)
         np.greater(sp.v, 0.0, out=up)
         up &= brk
+        up &= np.greater_equal(r, 0.0, out=self._past)
         np.maximum(lo, 0.0, out=rb)
         np.minimum(rb, hi, out=rb)
         np.copyto(lo, rb, where=up)
