@@ -102,3 +102,32 @@ def test_a_new_trajectory_starts_on_its_own_schedule():
     L.backend.lag = 0.25  # (lost after the last one ended, then nothing dropped it)
     took2, _ = run(L, 0.0, distance=-0.5)
     assert took2 == pytest.approx(2.0, abs=0.02)
+
+
+def test_a_path_of_many_segments_keeps_its_acceleration_within_the_limit_while_it_makes_up_time():
+    """Rest-to-rest quintic segments of 0.6 s (0.8 of right_j3's velocity and acceleration limits inside each, zero
+    at every knot), 0.1 s lost every 0.5 s: made up no faster than the segments' peaks allow (a review's run, with
+    the path sampled at 40 points that all fell on knots: 1.46 × the acceleration limit)."""
+    L = started()
+    src = L.cycle.trajectory
+    vmax, amax = src.vmax[3], src.amax[3]
+    h, n = 0.6, 7
+    dq = 0.8 * vmax / 1.875 * h
+    q0 = L.arm_q
+    Q = np.array([q0 + np.eye(7)[3] * dq * (i % 2) for i in range(n + 1)])
+    Z = np.zeros_like(Q)
+    tid = L.trajectories.execute(np.arange(n + 1) * h, Q, Z, Z)
+    t0, ref, s = L.cycle.now, [], L.state.local
+
+    def step():
+        L.step()
+        ref.append(s.cmd_position[3])
+        el = L.cycle.now - t0
+        if el > 0.2 and el % 0.5 < 0.5 * L.dt:
+            L.backend.lag = 0.1
+    res = L.trajectories.wait(tid, 20.0, step=step)
+    assert res is not None and res.status == T.SUCCEEDED
+    ref = np.array(ref)
+    assert L.cycle.now - t0 < n * h - 0.05  # (some made up: the peaks allow 1.07 ×)
+    assert np.abs(np.diff(ref)).max() / L.dt <= 0.91 * vmax
+    assert np.abs(np.diff(ref, 2)).max() / L.dt ** 2 <= amax

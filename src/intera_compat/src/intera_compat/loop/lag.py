@@ -8,10 +8,10 @@ way makes the lost time up: its time base runs faster, 1 + lag / ``TAU``, until 
 the factor ramped within the acceleration and jerk limits as any change of the time base (``TrajectorySource``).
 
 At most ``PACE_MAX`` ×, and no faster than keeps the whole path within ``MARGIN`` of every joint's velocity limit
-and (the path's accelerations grow with the factor's square) its acceleration limit: the path's peaks are sampled
-once, when the trajectory starts (its knots, its segments' mean speeds and ``PEAK_SAMPLES`` points of it: about
-1 ms, once); a path planned at the limits gets no
-catch-up. Only what is lost while the trajectory runs at full speed counts: a new trajectory starts with none (it
+and (the path's accelerations grow with the factor's square) its acceleration limit: the path's peaks are found
+once, when the trajectory starts (``path_peaks``: every segment's polynomial at 9 points, vectorized, as
+``prepare``'s limit check does), and ``TrajectorySource`` keeps each cycle's path velocity and acceleration within
+the limits as well; a path planned at the limits gets no catch-up. Only what is lost while the trajectory runs at full speed counts: a new trajectory starts with none (it
 has its own schedule), and while its sender, the backend or the operator slows it (a pause, the speed override)
 nothing is kept on a schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
 position arm's controller held its last target through the gap (a step of the target by the time lost drove a
@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.codes import TRAJ_RUNNING
+from ..trajectory.spline import path_peaks
 
 PACE_MAX = 1.5  # the fastest a trajectory's time base runs to make up lost time (× its own)
 TAU = 0.25  # s: the time base runs 1 + lag / TAU (a 0.05 s lag: 1.2 ×), so that lost time decays with TAU
 MARGIN = 0.9  # of the joints' velocity and acceleration limits, the most the faster path may use
-PEAK_SAMPLES = 40  # points of the path sampled for its peaks when it starts
 
 
 class LagCatchUp:
@@ -36,9 +36,6 @@ class LagCatchUp:
         self._top = 1.0
         if backend.lags:
             trajectory.speed_max = max(trajectory.speed_max, PACE_MAX)
-        m = len(trajectory.vmax)
-        self._q, self._v, self._a = np.zeros(m), np.zeros(m), np.zeros(m)
-        self._pv, self._pa = np.zeros(m), np.zeros(m)
 
     def pace(self, driving, speed: float) -> float:
         """This cycle's factor of the time base (1: on schedule, or nothing to make up); what the last cycle ran
@@ -61,20 +58,8 @@ class LagCatchUp:
     def _peak_pace(self) -> float:
         """The largest factor that keeps the whole path within ``MARGIN`` of the limits (at least 1)."""
         t = self.trajectory
-        tr, pv, pa = t.traj, self._pv, self._pa
-        pv.fill(0.0)
-        pa.fill(0.0)
-        k = tr.k
-        if k:  # (the knots' own values, the segments' mean speeds, then the path between them)
-            np.maximum(pv, np.abs(tr.v[:k]).max(axis=0), out=pv)
-            np.maximum(pa, np.abs(tr.a[:k]).max(axis=0), out=pa)
-        if k > 1:
-            mean = np.abs(np.diff(tr.q[:k], axis=0)) / np.diff(tr.t[:k])[:, None]
-            np.maximum(pv, mean.max(axis=0), out=pv)
-        for tau in np.linspace(0.0, tr.duration, PEAK_SAMPLES):
-            tr.sample(float(tau), self._q, self._v, self._a)
-            np.maximum(pv, np.abs(self._v), out=pv)
-            np.maximum(pa, np.abs(self._a), out=pa)
+        tr, k = t.traj, t.traj.k
+        pv, pa = path_peaks(tr.t[:k], tr.q[:k], tr.v[:k], tr.a[:k], tr.order)
         with np.errstate(divide="ignore"):
             top = min(float(np.min(MARGIN * t.vmax / pv)), float(np.min(MARGIN * t.amax / pa)) ** 0.5)
         return min(max(top, 1.0), PACE_MAX)

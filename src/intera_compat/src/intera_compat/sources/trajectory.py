@@ -224,12 +224,17 @@ class TrajectorySource(SetpointSource):
             self.segment = self.traj.sample(self.time, self.q, self.v, self.a, self.segment)
             if not 0.0 <= want <= self.speed_max:  # the backend's factor: NaN pauses, out of range is clamped
                 want = min(max(want, 0.0), self.speed_max) if want == want else 0.0
-            if want > 1.0:  # (a paced arm's catch-up: never past a joint's velocity limit)
-                np.abs(self.v, out=self._tmp)
+            if want > 1.0:  # (a catch-up: never past a joint's velocity limit, nor — the path's accelerations grow
+                np.abs(self.v, out=self._tmp)  # with the factor's square — its acceleration limit)
                 self._tmp /= self.vmax
                 top = float(self._tmp.max())
                 if top * want > 1.0:
                     want = max(1.0 / top, 1.0)
+                np.abs(self.a, out=self._tmp)
+                self._tmp /= self.amax
+                top = float(self._tmp.max())
+                if top * want * want > 1.0:
+                    want = max(top ** -0.5, 1.0)
             if self._fresh:
                 s, self.rate = want, 0.0
             elif want != s0 or self.rate != 0.0:

@@ -133,6 +133,29 @@ def cubic_peak_acceleration(t, q, v) -> np.ndarray:
     return np.maximum(np.abs(a0), np.abs(a1))
 
 
+def path_peaks(t, q, v, a, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Peak |velocity| and |acceleration| per joint, (n,) each, of the path through knots ``t`` (k,), ``q``/``v``/``a``
+    (k, n) interpolated at ``order``: the knots' values and each segment's polynomial at 9 points of it."""
+    pv, pa = np.abs(v).max(axis=0), np.abs(a).max(axis=0)
+    if len(t) < 2:
+        return pv, pa
+    T = np.diff(t)[:, None]
+    dq = np.diff(q, axis=0)
+    if order == 1:
+        return np.maximum(pv, (np.abs(dq) / T).max(axis=0)), pa
+    v0 = v[:-1]
+    c2 = 0.5 * a[:-1] if order == 5 else _cubic(dq, v0, v[1:], T)[0]
+    c3, c4, c5 = _quintic(dq, v0, v[1:], a[:-1], a[1:], T) if order == 5 else \
+        (_cubic(dq, v0, v[1:], T)[1], 0.0 * T, 0.0 * T)
+    for f in np.linspace(0.0, 1.0, 9):
+        x = f * T
+        vel = v0 + x * (2.0 * c2 + x * (3.0 * c3 + x * (4.0 * c4 + x * 5.0 * c5)))
+        acc = 2.0 * c2 + x * (6.0 * c3 + x * (12.0 * c4 + x * 20.0 * c5))
+        np.maximum(pv, np.abs(vel).max(axis=0), out=pv)
+        np.maximum(pa, np.abs(acc).max(axis=0), out=pa)
+    return pv, pa
+
+
 # Derived values (a segment's mean speed, the interpolating polynomial's acceleration) may exceed
 # the limits by these factors: a trajectory planned at the limits passes, a jump does not.
 SEGMENT_SPEED_TOLERANCE = 1.001
