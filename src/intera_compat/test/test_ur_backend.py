@@ -198,3 +198,22 @@ def test_a_program_paused_on_the_pendant_is_sent_nothing_but_a_cleared_register_
     b.read(hs)
     b.write(cmd)
     assert b.ctrl.sent[-1] == ("kickWatchdog", ())
+
+
+def test_a_position_arm_counts_the_samples_the_loop_missed_as_lag():
+    """servoJ holds its last target through a stall of the loop: the controller's time it missed is ``lag`` (the
+    trajectory under way makes it up, loop/lag.py) — bounded by the loop's own clock, none on a velocity arm."""
+    rm, b, hs, cmd = streaming("position")
+    clock = [100.0]
+    b.monotonic = lambda: clock[0]
+    b.read(hs)
+    for late in (4, 1, 1):  # a sample 4 periods on (3 missed), then on time
+        b.recv.stamp += late * b.period
+        clock[0] += late * b.period
+        b.read(hs)
+    assert b.lags and b.lag == pytest.approx(3 * b.period)
+    b.recv.stamp += 5 * b.period  # the controller's clock steps on while a period passes: 0.5 period at most
+    clock[0] += b.period
+    b.read(hs)
+    assert b.lag == pytest.approx(3.5 * b.period)
+    assert not streaming("velocity")[1].lags

@@ -215,6 +215,7 @@ class URBackend(Backend):
         self.period = 1.0 / s.rate
         self.velocity_mode = s.interface == "velocity"
         self.torque_mode = s.interface == "torque"
+        self.lags = s.interface == "position"  # (one cycle per RTDE sample: what the loop missed, ``lag``)
         self.rm = rm
         self._state_seen = None  # the loop's HardwareState (torque: gravity at its joints, once its guards ran)
         self._torque_stamp = -1.0  # the sample the last torque was computed from
@@ -507,6 +508,8 @@ class URBackend(Backend):
             r = self.recv
             stamp = r.getTimestamp()
             if stamp != self._stamp:
+                if self.lags and self._stamp >= 0.0:
+                    self._count_lag(stamp - self._stamp, now - self._last_seen)
                 self._stamp, self._last_seen = stamp, now
             state.position[:] = r.getActualQ()
             self._state_seen = state
@@ -524,6 +527,14 @@ class URBackend(Backend):
         finally:
             self.recv_lock.release()
         state.estop = self._estop
+
+    def _count_lag(self, ahead: float, elapsed: float) -> None:
+        """A position arm (its servoJ held the last target) got one cycle for a sample ``ahead`` s of the controller's
+        time after the last: the periods beyond it are the loop's ``lag`` (loop/lag.py: the trajectory under way
+        makes them up), no more than the loop's own clock saw pass (``elapsed``), at most a link timeout."""
+        p, most = self.period, self.settings.link_timeout
+        if 0.0 < ahead <= most:
+            self.lag = min(max(self.lag + min(ahead, elapsed + 0.5 * p) - p, 0.0), most)
 
     def _fault(self, r, now: float, runtime: int) -> int:
         if not r.isConnected() or now - self._last_seen > self.settings.link_timeout:
