@@ -189,9 +189,13 @@ class URController(EmulatedArm):
         keeps its slot: a silent client's stop comes at the same controller time.)"""
         if not (self.script and self.watchdog_hz > 0):
             return
+        self._read_pending(lambda: now - self._last_input > 1.0 / self.watchdog_hz)
+
+    def _read_pending(self, needed=lambda: True) -> None:
+        """While ``needed`` and what the client sent waits to be read: a moment (``INPUT_GRACE`` at most, wall
+        time, outside the lock) for the RTDE server to read it."""
         end = time.monotonic() + INPUT_GRACE
-        while (now - self._last_input > 1.0 / self.watchdog_hz and self.inputs_pending()
-               and time.monotonic() < end):
+        while needed() and self.inputs_pending() and time.monotonic() < end:
             time.sleep(0.001)
 
     @property
@@ -205,9 +209,7 @@ class URController(EmulatedArm):
         it is read first (``INPUT_GRACE`` at most): the script comes on another socket, and a real controller has
         long read its inputs by the time a program starts — a command register the client cleared before the upload
         must not run as the stale servoJ still in it (the arm moved 3 mrad after a reset, beside a CPU hog)."""
-        end = time.monotonic() + INPUT_GRACE
-        while self.inputs_pending() and time.monotonic() < end:
-            time.sleep(0.001)
+        self._read_pending()
         with self.lock:
             if not self.moving_allowed():
                 return False

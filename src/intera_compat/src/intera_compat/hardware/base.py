@@ -71,6 +71,13 @@ class Backend(abc.ABC):
         True for a sample, is taken as one)."""
         raise NotImplementedError(f"{type(self).__name__} is not a clock")
 
+    def add_lag(self, ahead: float, elapsed: float, most: float) -> None:
+        """One cycle ran for a sample ``ahead`` s of the arm's time after the last: the periods beyond it join
+        ``lag``, no more than the loop's own clock saw pass (``elapsed``: a step of the arm's clock is no time lost;
+        stamps that came early take off what late ones added), at most ``most``."""
+        p = self.period
+        self.lag = min(max(self.lag + min(ahead, elapsed + 0.5 * p) - p, 0.0), most)
+
     def sample_timeout(self, dt: float) -> float:
         """Clock backends: how long the loop waits for the arm's next sample before it runs a cycle without one
         (``dt``: the period) — 1.5 periods."""

@@ -334,11 +334,8 @@ class RosControlBackend(Backend):
         if not self.catch_up or not (abs(ahead) <= window):
             self._overrun = self.catch_up and ahead > window and elapsed > window
             self._t_arm = stamp
-            if self.lags and abs(ahead) <= window:  # (the periods beyond this cycle's, less those it came early:
-                # stamp jitter does not add up; no more than the loop's own clock saw pass: a step of the arm's
-                # clock is no time lost; at most a link timeout)
-                lost = min(ahead, elapsed + 0.5 * p) - p
-                self.lag = min(max(self.lag + lost, 0.0), self.link_timeout)
+            if self.lags and abs(ahead) <= window:
+                self.add_lag(ahead, elapsed, self.link_timeout)
             return 1
         due, most = int(round(ahead / p)), int(round(elapsed / p)) + 1
         if due > most:  # the arm's clock stepped (or its last stamps came late): as much as passed, and resync

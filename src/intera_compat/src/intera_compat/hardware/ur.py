@@ -508,8 +508,9 @@ class URBackend(Backend):
             r = self.recv
             stamp = r.getTimestamp()
             if stamp != self._stamp:
-                if self.lags and self._stamp >= 0.0:
-                    self._count_lag(stamp - self._stamp, now - self._last_seen)
+                ahead = stamp - self._stamp  # (a position arm's servoJ held the last target meanwhile)
+                if self.lags and self._stamp >= 0.0 and 0.0 < ahead <= self.settings.link_timeout:
+                    self.add_lag(ahead, now - self._last_seen, self.settings.link_timeout)
                 self._stamp, self._last_seen = stamp, now
             state.position[:] = r.getActualQ()
             self._state_seen = state
@@ -527,14 +528,6 @@ class URBackend(Backend):
         finally:
             self.recv_lock.release()
         state.estop = self._estop
-
-    def _count_lag(self, ahead: float, elapsed: float) -> None:
-        """A position arm (its servoJ held the last target) got one cycle for a sample ``ahead`` s of the controller's
-        time after the last: the periods beyond it are the loop's ``lag`` (loop/lag.py: the trajectory under way
-        makes them up), no more than the loop's own clock saw pass (``elapsed``), at most a link timeout."""
-        p, most = self.period, self.settings.link_timeout
-        if 0.0 < ahead <= most:
-            self.lag = min(max(self.lag + min(ahead, elapsed + 0.5 * p) - p, 0.0), most)
 
     def _fault(self, r, now: float, runtime: int) -> int:
         if not r.isConnected() or now - self._last_seen > self.settings.link_timeout:

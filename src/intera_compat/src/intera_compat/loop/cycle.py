@@ -746,7 +746,7 @@ class LoopCycle:
             self.hold.activate(sp, hw, now)  # it stopped — after a cancel, an abort, a reconnect: so does the loop)
         code = arb.update(now, hw, sp, active)
         held = arb.active
-        if held.bitten if held is self.brake or held is self.estop_hold else False:
+        if (held is self.brake or held is self.estop_hold) and held.bitten:
             held.bitten = False  # the brakes bit where the arm is: the shaping restarts there (it stepped the hold on
             chain.reset(hw, sp)  # from the stop's end). The law's integral stays: it holds the arm's model error
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover

@@ -11,9 +11,9 @@ At most ``PACE_MAX`` ×, and no faster than keeps the whole path within ``MARGIN
 and (the path's accelerations grow with the factor's square) its acceleration limit: the path's peaks are found
 once, when the trajectory starts (``path_peaks``: every segment's polynomial at 9 points, vectorized, as
 ``prepare``'s limit check does), and ``TrajectorySource`` keeps each cycle's path velocity and acceleration within
-the limits as well; a path planned at the limits gets no catch-up. Only what is lost while the trajectory runs at full speed counts: a new trajectory starts with none (it
-has its own schedule), and while its sender, the backend or the operator slows it (a pause, the speed override)
-nothing is kept on a schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
+the limits as well; a path planned at the limits gets no catch-up. Only what is lost while the trajectory runs at
+full speed counts: a new trajectory starts with none (it has its own schedule), and while its sender, the backend
+or the operator slows it (a pause, the speed override) nothing is kept on a schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
 position arm's controller held its last target through the gap (a step of the target by the time lost drove a
 review's arm at 1.85× the speed asked).
 """
