@@ -461,3 +461,22 @@ def test_velocity_tracking_blocked_by_an_obstacle_does_not_wind_up_and_overshoot
         top = max(top, loop.arm_q[0])
     assert top < q1[0] + 0.01  # goes to the last point, not past it to where a wound-up setpoint went
     assert abs(loop.arm_q[0] - q1[0]) < 0.01
+
+
+@pytest.mark.parametrize("dt", [0.02, 0.01, 0.008, 0.001])
+@pytest.mark.parametrize("path_velocity", [0.05, 0.4, 1.0])
+def test_a_stop_reaches_rest_at_every_loop_rate_within_the_jerk_limit(dt, path_velocity):
+    """(At 50 and 100 Hz the time base's braking shrank the scaling by a fixed fraction each cycle and never reached
+    0: a speed override's stop on a ros_control trajectory arm stayed STOPPING with its goal unanswered.)"""
+    from intera_compat.sources.trajectory import TrajectorySource
+    src = TrajectorySource(slice(0, 7), np.full(7, 2.0), np.full(7, 5.0), dt)
+    src.v[3] = path_velocity  # the path's dq/dτ where it stops
+    s, rate, cycles = 1.0, 0.0, 0
+    while s != 0.0:
+        s_next = src._next_scaling(s, 0.0, np.inf)
+        cycles += 1
+        assert cycles < 1.0 / dt  # (a stop from 1 rad/s at 50 rad/s³ takes 0.28 s)
+        r = (s_next - s) / dt
+        assert abs(r - rate) * path_velocity <= src.jmax[3] * dt * (1 + 1e-9)  # the joint's jerk limit
+        s, rate = s_next, r
+    assert abs(rate) * path_velocity <= src.jmax[3] * dt * (1 + 1e-9)  # ... also into rest

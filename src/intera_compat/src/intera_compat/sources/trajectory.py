@@ -193,6 +193,13 @@ class TrajectorySource(SetpointSource):
             jerk = min(jerk, self.jmax[j] / abs(vj))
         lo, hi = min(lo, 0.0), max(hi, 0.0)  # a path over a limit by itself: at least keep going as it is
         gap = want - s0
+        # the last step: straight onto the target when its rate is within the limits and the jump from the rate
+        # before and to rest after are within jerk·dt (else the braking below shrinks the gap by a fixed fraction
+        # each cycle at a coarse dt — 20 ms: a third — and a stop never reached 0)
+        last = gap / dt
+        if gap != 0.0 and lo <= last <= hi and abs(last) <= jerk * dt and abs(last - self.rate) <= jerk * dt:
+            self.rate = 0.0
+            return want
         # the fastest rate from which braking by jerk·dt per cycle ends at the target (discrete: after this
         # cycle's step |r|·dt, braking covers |r|²/(2·jerk) + |r|·dt/2)
         if gap == 0.0:
