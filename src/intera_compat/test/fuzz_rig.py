@@ -622,12 +622,17 @@ class FuzzRig:
         # (the reference is still checked; from the first push on, the measured arm is the avoidance's to move)
         ca = self.c.avoidance
         repelled = rv["repelled"] = rv.get("repelled", False) or (ca is not None and ca.repelling > 0)
+        # (30-min run on ad5f607: a stream's hold took the arm in the zone, the repulsion pushed j4 52 mrad back, and the
+        # following-error window pulled the reference 0.2 mrad after it: the arm's motion, not the source's)
+        pulled = repelled & (self.c.sp.source_q[:NA] != cq)
         for name, x, key, slack in (("reference", cq, "ref", 0.0), ("measured", q, "meas", TRACK_SLACK)):
             ext = rv[key]
             _furthest(ext, x, d)
             np.copyto(ext, x, where=coast)
             if name == "measured" and repelled:
                 ext[:] = x  # the avoidance's repulsion pushes the arm out of a self-collision: its own motion
+            elif pulled.any():
+                np.copyto(ext, x, where=pulled)  # ... and the window pulls the reference after the arm it pushed
             back = (ext - x) * d
             # a joint whose last point told it to rest at a position behind where it went (a client that sent the
             # reference's position of a moment ago) may come back to that point: the client asked for it — and the

@@ -467,3 +467,38 @@ def test_a_reference_past_a_stream_point_at_rest_with_its_braking_acceleration_c
                       acceleration=np.array([0.0, 0.0, 4.5])).ok
         L.step()
     assert abs(s.cmd_position[2] - q_end[2]) < 1e-5 and abs(s.cmd_velocity[2]) < 1e-6
+
+
+def test_a_stream_that_ends_in_the_avoidance_zone_is_pushed_out_by_the_hold_and_its_reference_follows_the_arm():
+    """A TRAJECTORY_MODE stream (no collision avoidance, as the contract says) brings j4 toward the table; its timeout
+    hands the arm to position mode's hold, where avoidance applies: the repulsion pushes the arm out, back against
+    the stream's direction, and the following-error window pulls the reference after it (30-min run on ad5f607:
+    ``reversal``, the reference 0.2 mrad back — the arm's motion, not the source's: the rig's check now tells them
+    apart; every other invariant holds through it)."""
+    from fuzz_rig import ARM as RIG_ARM, WINDOW, FuzzRig
+    rig = FuzzRig(table=True)
+    rig.enable(False)
+    rig.step(196)
+    rig.reset()
+    rig.enable(True)
+    rig.profile([-0.014088, -0.016018, 0.008312, 0.015557, 0.0, 0.0, 0.0], 0, 0, 1,
+                [-1.408822, -1.601799, 0.831191, 1.555749, 0.0, 0.0, 0.0], True, 1, RIG_ARM)
+    rig.run(0.02)
+    rig.step(166)
+    rig.profile([-0.266278], 25, 20, 25, [1.065111], True, 1, ["right_j0"])
+    rig.run(0.71)
+    rig.step(166)
+    rig.scale(1.0)
+    rig.step(108)
+    rig.scale(0.3)
+    rig.step(1)
+    rig.cancel(0)
+    rig.step(265)
+    rig.profile([0.0, -0.064, 0.076795, 0.065631, -0.001605, -0.091602, 0.0], 0, 20, 1, [0.0] * 7, False, 3,
+                RIG_ARM)
+    rig.run(0.24)
+    rig.step(290)
+    q_stream = rig.s.position[4]
+    rig.run(3.0)  # (raises the Violation an invariant finds)
+    assert rig.s.position[4] - q_stream > 0.03  # pushed out, against the stream's direction
+    assert abs(rig.s.cmd_position[4] - rig.s.position[4]) <= WINDOW + 1e-9  # the reference came along
