@@ -38,7 +38,12 @@ class LegacyDigitalIO:
         self._timer = rospy.Timer(rospy.Duration(1.0 / RATE_HZ), self._tick)
 
     def _tick(self, _event) -> None:
-        self.publish(force=True)
+        try:
+            self.publish(force=True)
+        except rospy.ROSException:  # (publishing into a node going down: its timer fires once more)
+            if rospy.core.is_shutdown_requested():
+                return
+            raise
         self._ticks += 1
         if self._ticks % STATUS_EVERY == 1:
             self.counts.publish()
