@@ -131,3 +131,25 @@ def test_a_path_of_many_segments_keeps_its_acceleration_within_the_limit_while_i
     assert L.cycle.now - t0 < n * h - 0.05  # (some made up: the peaks allow 1.07 ×)
     assert np.abs(np.diff(ref)).max() / L.dt <= 0.91 * vmax
     assert np.abs(np.diff(ref, 2)).max() / L.dt ** 2 <= amax
+
+
+def test_a_simulated_arm_on_the_wall_clock_counts_the_ticks_its_scheduler_skipped():
+    """(c8: the SDK's joint_trajectory_client on the simulated arm, beside a loaded machine, was cancelled on its
+    schedule 0.05 rad short: ticks the loop process skipped had stood the simulated world still.)"""
+    from intera_compat.loop.lag import SKIPPED_MOST, count_skipped, wall_clock_lags
+    on_sim_time = SimBackend(RobotModel(CFG), CFG.full_pose("neutral"))
+    wall_clock_lags(on_sim_time, realtime=False)  # (its clients read the simulation's own clock: nothing is late)
+    count_skipped(on_sim_time, 100)
+    assert not on_sim_time.lags and on_sim_time.lag == 0.0
+    b = SimBackend(RobotModel(CFG), CFG.full_pose("neutral"))
+    wall_clock_lags(b, realtime=True)
+    assert b.lags
+    count_skipped(b, 0)
+    assert b.lag == 0.0
+    count_skipped(b, 30)  # a 30 ms stall at 1 kHz
+    assert b.lag == pytest.approx(30 * b.period)
+    count_skipped(b, 10 ** 6)  # (a stall of minutes is no schedule to keep)
+    assert b.lag == SKIPPED_MOST
+    L = OfflineLoop(CFG, backend=b)
+    L.step()
+    assert L.cycle.trajectory.speed_max == PACE_MAX  # (the loop built on it makes the time up)

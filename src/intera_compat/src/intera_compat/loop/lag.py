@@ -1,7 +1,9 @@
 """Time a clock backend's arm ran that the loop's cycles did not, made up by the trajectory that runs.
 
 A ros_control position or effort arm gets one cycle per joint-state sample: a gap in its samples (the loop process,
-the bridge or the arm's publisher stalled) is arm time the loop's clock never ran (``Backend.lag``). A client keeps
+the bridge or the arm's publisher stalled) is arm time the loop's clock never ran (``Backend.lag``); so are the ticks
+the scheduler skipped on a simulated arm on the wall clock (``wall_clock_lags``, ``count_skipped``: the simulated
+world stood still while its clients' wall clock ran on — a real arm's controller never stops). A client keeps
 its own schedule — the SDK's joint_trajectory_client waits for its result for exactly the trajectory's duration and
 cancels it then, and the SDK's own action server samples the trajectory at ``now - stamp`` — so a trajectory under
 way makes the lost time up: its time base runs faster, 1 + lag / ``TAU``, until it is back on schedule, changes of
@@ -22,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.codes import TRAJ_RUNNING
+from ..data.state import Capability
 from ..trajectory.spline import path_peaks
 
+SKIPPED_MOST = 0.5  # s of skipped ticks a simulated arm on the wall clock counts at most (a link timeout's worth)
 PACE_MAX = 1.5  # the fastest a trajectory's time base runs to make up lost time (× its own)
 TAU = 0.25  # s: the time base runs 1 + lag / TAU (a 0.05 s lag: 1.2 ×), so that lost time decays with TAU
 MARGIN = 0.9  # of the joints' velocity and acceleration limits, the most the faster path may use
@@ -63,3 +67,17 @@ class LagCatchUp:
         with np.errstate(divide="ignore"):
             top = min(float(np.min(MARGIN * t.vmax / pv)), float(np.min(MARGIN * t.amax / pa)) ** 0.5)
         return min(max(top, 1.0), PACE_MAX)
+
+
+def wall_clock_lags(backend, realtime: bool) -> None:
+    """Before the cycle is built: a simulated arm whose loop runs on the wall clock at real time (``realtime``: its
+    clients keep that clock's schedule) counts the ticks its scheduler skips as lost time."""
+    if realtime and not backend.clock and backend.has(Capability.SIM_TIME):
+        backend.lags = True
+
+
+def count_skipped(backend, ticks: int) -> None:
+    """``ticks`` the scheduler skipped (a stall of the loop process) join the lag of a backend that counts them."""
+    if ticks and backend.lags and not backend.clock:
+        p = (ticks + 1) * backend.period
+        backend.add_lag(p, p, SKIPPED_MOST)

@@ -26,6 +26,7 @@ from ..hardware.registry import build_backend
 from ..model.robot_model import RobotModel
 from .channel import Channel
 from .cycle import LoopCycle
+from .lag import count_skipped, wall_clock_lags
 from .layouts import HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ
 from .scheduler import Scheduler, die_with_parent, hold_idle_latency, raise_priority, setup_realtime
 
@@ -160,10 +161,11 @@ def run(args) -> int:
 def serve(args, cfg, rm, ch, backend, stop: StopRequest) -> int:
     """Connect the backend and run the cycle until ``stop`` is set or the control record asks for the end."""
     backend.connect()
+    realtime = args.speedup == 1.0 and not args.sim_time
+    wall_clock_lags(backend, realtime)
     cycle = LoopCycle(cfg, rm, backend, ch, start_enabled=args.start_enabled)
     dt = cycle.dt
     stats = ch.stats.local
-    realtime = args.speedup == 1.0 and not args.sim_time
     rt = cfg.realtime
     margin = float(rt["spin_margin_us"]) * 1e-6
     if not 0.0 <= margin <= 0.8 * dt:  # a margin near the period spins it whole: RT throttling under SCHED_FIFO
@@ -272,7 +274,7 @@ def loop(args, cfg, ch, backend, cycle, stop: StopRequest, realtime: bool, margi
             stats.pace_given_up[0] = pace.given_up if pace is not None else 0
             stats.alive[0] = 1.0
             ch.stats.publish_local()
-        sched.advance()
+        count_skipped(backend, sched.advance())
 
 
 def main(argv=None) -> int:
