@@ -624,7 +624,10 @@ class FuzzRig:
         repelled = rv["repelled"] = rv.get("repelled", False) or (ca is not None and ca.repelling > 0)
         # (30-min run on ad5f607: a stream's hold took the arm in the zone, the repulsion pushed j4 52 mrad back, and the
         # following-error window pulled the reference 0.2 mrad after it: the arm's motion, not the source's)
-        pulled = repelled & (self.c.sp.source_q[:NA] != cq)
+        # (only where the window set it, this cycle, with the arm on the far side of it against the stream's way:
+        # a review's find — any chain stage touching the reference of any joint hid a reversal of its own)
+        pulled = (repelled & (self.c.sp.source_q[:NA] != cq) & (np.abs(cq - q) >= WINDOW - 1e-9)
+                  & ((q - cq) * d < 0.0))
         for name, x, key, slack in (("reference", cq, "ref", 0.0), ("measured", q, "meas", TRACK_SLACK)):
             ext = rv[key]
             _furthest(ext, x, d)

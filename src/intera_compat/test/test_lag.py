@@ -146,7 +146,7 @@ def test_a_simulated_arm_on_the_wall_clock_counts_the_ticks_its_scheduler_skippe
     assert b.lags
     count_skipped(b, 0)
     assert b.lag == 0.0
-    count_skipped(b, 30)  # a 30 ms stall at 1 kHz
+    count_skipped(b, 30)  # 30 ticks skipped at 1 kHz (a stall of 30–31 ms)
     assert b.lag == pytest.approx(30 * b.period)
     count_skipped(b, 10 ** 6)  # (a stall of minutes is no schedule to keep)
     assert b.lag == SKIPPED_MOST

@@ -38,15 +38,14 @@ class LegacyDigitalIO:
         self._timer = rospy.Timer(rospy.Duration(1.0 / RATE_HZ), self._tick)
 
     def _tick(self, _event) -> None:
+        self._ticks += 1
         try:
             self.publish(force=True)
+            if self._ticks % STATUS_EVERY == 1:
+                self.counts.publish()
         except rospy.ROSException:  # (publishing into a node going down: its timer fires once more)
-            if rospy.core.is_shutdown_requested():
-                return
-            raise
-        self._ticks += 1
-        if self._ticks % STATUS_EVERY == 1:
-            self.counts.publish()
+            if not rospy.core.is_shutdown_requested():
+                raise
 
     def publish(self, force: bool = False) -> None:
         """Each component's state (those that changed, or all)."""

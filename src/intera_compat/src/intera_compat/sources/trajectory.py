@@ -176,8 +176,10 @@ class TrajectorySource(SetpointSource):
 
     # ---- cycle --------------------------------------------------------------------------
     def _next_scaling(self, s0: float, want: float, cap: float) -> float:
-        """The applied scaling one cycle on, toward ``want`` (see the module docstring); updates ``rate``.
-        ``cap`` bounds |ṡ| (the sender's ramp; inf for a stop). Uses the path's v, a in self.v, self.a."""
+        """The applied scaling one cycle on, toward ``want`` (see the module docstring); updates ``rate`` to the
+        rate it applied (a step that settles on the target included: a target that moves every cycle — a paced arm's,
+        the UR's slider — is followed within jerk·dt of it, not of 0). ``cap`` bounds |ṡ| (the sender's ramp; inf for
+        a stop). Uses the path's v, a in self.v, self.a."""
         v, a, dt = self.v, self.a, self.dt
         lo, hi = -cap, cap  # the rate interval every joint's acceleration limit allows
         jerk = np.inf  # largest |s̈| the jerk limits allow
@@ -198,7 +200,7 @@ class TrajectorySource(SetpointSource):
         # each cycle at a coarse dt — 20 ms: a third — and a stop never reached 0)
         last = gap / dt
         if gap != 0.0 and lo <= last <= hi and abs(last) <= jerk * dt and abs(last - self.rate) <= jerk * dt:
-            self.rate = 0.0
+            self.rate = last
             return want
         # the fastest rate from which braking by jerk·dt per cycle ends at the target (discrete: after this
         # cycle's step |r|·dt, braking covers |r|²/(2·jerk) + |r|·dt/2)
@@ -216,10 +218,10 @@ class TrajectorySource(SetpointSource):
         r = min(max(r, lo), hi)
         s = s0 + r * dt
         if (s - want) * gap >= 0.0:  # reached (or passed) it: settle there
-            s, r = want, 0.0
+            s = want
         elif s <= 0.0 or s >= self.speed_max:  # a rate carried over from a stop into a replacement: never past
-            s, r = min(max(s, 0.0), self.speed_max), 0.0  # 0 or the top speed
-        self.rate = r
+            s = min(max(s, 0.0), self.speed_max)  # 0 or the top speed
+        self.rate = (s - s0) / dt
         return s
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
