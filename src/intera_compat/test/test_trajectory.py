@@ -168,7 +168,7 @@ def test_a_trajectory_must_end_at_rest(loop):
     qs[:, :7], vs[:, :7] = q, moving
     qs[:, 7] = loop.q[7]
     mask = np.r_[np.ones(7), 0.0]
-    loop.channel.post(T_EXECUTE, np.array([777.0, 3, len(t), 1.0, 0]), mask, np.zeros(8), t, qs.ravel(), vs.ravel(), full.ravel())
+    loop.channel.post(T_EXECUTE, np.array([777.0, 3, len(t), 1.0, 0, 0.0]), mask, np.zeros(8), t, qs.ravel(), vs.ravel(), full.ravel())
     res = loop.trajectories.wait(777, 0.05, step=loop.step)
     assert res.status == T.REJECTED and res.reason == T.R_INVALID and res.joint == "right_j2"
     assert "still moves" in res.message
@@ -266,7 +266,7 @@ def post_raw(L, t, q, order=1):
     full = np.zeros((k, n))
     full[:, :7] = q
     mask = np.r_[np.ones(7), 0.0]
-    assert L.channel.post(T_EXECUTE, np.array([99.0, order, k, 1.0, 0]), mask, np.zeros(n), np.asarray(t, float),
+    assert L.channel.post(T_EXECUTE, np.array([99.0, order, k, 1.0, 0, 0.0]), mask, np.zeros(n), np.asarray(t, float),
                           full.ravel(),
                           np.zeros(k * n), np.zeros(k * n))
     return 99
@@ -415,7 +415,7 @@ def test_bad_tracking_requests_are_refused(loop):
     full = np.zeros((len(t), n))
     full[:, :7] = q
     kp = np.r_[np.full(7, 1e3), 0.0]
-    assert loop.channel.post(T_EXECUTE, np.array([55.0, 1, len(t), 1.0, 2]), np.r_[np.ones(7), 0.0], kp, t,
+    assert loop.channel.post(T_EXECUTE, np.array([55.0, 1, len(t), 1.0, 2, 0.0]), np.r_[np.ones(7), 0.0], kp, t,
                              full.ravel(), np.zeros(len(t) * n), np.zeros(len(t) * n))
     res = loop.trajectories.wait(55, 0.05, step=loop.step)
     assert res.status == T.REJECTED and res.reason == T.R_INVALID

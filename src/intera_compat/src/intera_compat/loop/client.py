@@ -75,12 +75,13 @@ class TrajectoryClient:
         self._buf = np.zeros(64)
 
     def execute(self, times, positions, velocities=None, accelerations=None, joint_names=None,
-                scaling: float = 1.0, tracking: int = TRACK_FEEDFORWARD, kp=None) -> int:
+                scaling: float = 1.0, tracking: int = TRACK_FEEDFORWARD, kp=None, late: float = 0.0) -> int:
         """Send a trajectory; returns its id. ``times`` (k,) s from the start; ``positions`` (k, m)
         for ``joint_names`` (default: every limb joint); velocities/accelerations pick the
         interpolation (linear / cubic / quintic); ``scaling`` is the sender's initial time scaling
         (outside (0, 1]: 1); ``tracking`` how the loop follows it (sources.trajectory TRACK_*) with
-        ``kp`` (m,) the position gains of TRACK_VELOCITY, 1/s."""
+        ``kp`` (m,) the position gains of TRACK_VELOCITY, 1/s; ``late`` the seconds it is behind its sender's
+        schedule as it is sent (made up on the way where the loop counts lost time: loop/lag.py)."""
         names = list(joint_names) if joint_names is not None else self.names
         t = np.asarray(times, float)
         k = len(t)
@@ -149,7 +150,8 @@ class TrajectoryClient:
         mask[cols] = 1.0
         full_kp[cols] = gains
         traj_id = next(self._ids)
-        head = np.array([traj_id, order, k, scaling, tracking], float)
+        late = float(late) if late == late and late > 0.0 else 0.0  # (NaN, negative: on time)
+        head = np.array([traj_id, order, k, scaling, tracking, late], float)
         if not self.ch.post(MSG_TRAJ_EXECUTE, head, mask, full_kp, t, full["positions"].ravel(),
                             full["velocities"].ravel(), full["accelerations"].ravel()):
             raise TrajectoryError("the loop's command ring is full (is the realtime loop running?)")

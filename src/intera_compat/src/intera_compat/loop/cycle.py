@@ -305,11 +305,11 @@ class LoopCycle:
 
     def _execute_trajectory(self, k_words: int, now: float) -> None:
         m, n = self._msg, self.n
-        traj_id, order, k, scaling, tracking = m[0], int(m[1]), int(m[2]), m[3], int(m[4])
-        if 5 + 2 * n + k + 3 * k * n != k_words:
+        traj_id, order, k, scaling, tracking, late = m[0], int(m[1]), int(m[2]), m[3], int(m[4]), m[5]
+        if 6 + 2 * n + k + 3 * k * n != k_words:
             self.trajectory.results.append((traj_id, 5, 2, -1))  # REJECTED, R_INVALID (malformed)
             return
-        o = 5
+        o = 6
         mask = m[o:o + n] > 0.5
         o += n
         kp = m[o:o + n]
@@ -326,7 +326,7 @@ class LoopCycle:
             self.trajectory.refuse(traj_id, held)  # is kept to start by itself when the hold ends)
             return
         if self.trajectory.prepare(traj_id, order, mask, t, q, v, a, self.sp, self.robot_active, scaling, tracking,
-                                   kp):
+                                   kp, late):
             self.arbiter.select(self.trajectory, self.sp, self.hw, now)
 
     def _intake(self, now: float) -> None:

@@ -14,8 +14,10 @@ and (the path's accelerations grow with the factor's square) its acceleration li
 once, when the trajectory starts (``path_peaks``: every segment's polynomial at 9 points, vectorized, as
 ``prepare``'s limit check does), and ``TrajectorySource`` keeps each cycle's path velocity and acceleration within
 the limits as well; a path planned at the limits gets no catch-up. Only what is lost while the trajectory runs at
-full speed counts: a new trajectory starts with none (it has its own schedule), and while its sender, the backend
-or the operator slows it (a pause, the speed override) nothing is kept on a schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
+full speed counts: a new trajectory starts with what it came late by (``TrajectorySource.late``: its sender's
+stamp, the planning and the hop to the loop; at most ``LATE_MOST``), none of what was lost before it, and while its
+sender, the backend or the operator slows it (a pause, the speed override) nothing is kept on a schedule: the lag
+is dropped. Nothing runs ahead without a trajectory. Not a jump: the
 position arm's controller held its last target through the gap (a step of the target by the time lost drove a
 review's arm at 1.85× the speed asked).
 """
@@ -28,6 +30,7 @@ from ..data.state import Capability
 from ..trajectory.spline import path_peaks
 
 SKIPPED_MOST = 0.5  # s of skipped ticks a simulated arm on the wall clock counts at most (a link timeout's worth)
+LATE_MOST = 0.5  # s a trajectory that came late (its sender's stamp) starts behind at most
 PACE_MAX = 1.5  # the fastest a trajectory's time base runs to make up lost time (× its own)
 TAU = 0.25  # s: the time base runs 1 + lag / TAU (a 0.05 s lag: 1.2 ×), so that lost time decays with TAU
 MARGIN = 0.9  # of the joints' velocity and acceleration limits, the most the faster path may use
@@ -51,8 +54,8 @@ class LagCatchUp:
         if driving is not t or t.state != TRAJ_RUNNING or t.scaling * speed < 1.0:
             b.lag = 0.0
             return 1.0
-        if t.traj_id != self._traj:  # (a new trajectory: its own schedule from its start)
-            self._traj, b.lag = t.traj_id, 0.0
+        if t.traj_id != self._traj:  # (a new trajectory: its own schedule, from the time its sender was late by)
+            self._traj, b.lag = t.traj_id, min(t.late, LATE_MOST)
             self._top = self._peak_pace()
             return 1.0
         lag = b.lag - max(t.applied_scaling - 1.0, 0.0) * self.dt

@@ -202,16 +202,20 @@ class JointTrajectoryActionServer:
                 if self.server.is_preempt_requested():
                     self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
                     return
+                planned = rospy.get_time()
                 plan, stamp = self._plan(goal, waited)
                 later = stamp > rospy.get_time()
                 if not self._wait_for_start(stamp, plan.duration):
                     return
                 if later:  # checked again against where the arm is now (another client may have moved it)
-                    plan, _ = self._plan(goal)
+                    plan, stamp = self._plan(goal)
                 if self.server.is_preempt_requested():
                     self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
                     return
-                self.loop.send(plan.names, plan.t, plan.q, plan.v, plan.a, tracking=plan.tracking, kp=plan.kp)
+                # (its time 0 was due at the stamp, or when it was planned: what the planning and the hop to the loop
+                # took is made up on the way where the loop counts lost time — the client keeps its own schedule)
+                self.loop.send(plan.names, plan.t, plan.q, plan.v, plan.a, tracking=plan.tracking, kp=plan.kp,
+                               due=stamp if stamp > 0.0 else planned)
             except F.GoalError as e:
                 self._end(e.code, str(e))
                 return
@@ -231,7 +235,8 @@ class JointTrajectoryActionServer:
                 raise F.GoalError(F.OLD_HEADER_TIMESTAMP, f"trajectory.header.stamp {stamp:.3f} + its "
                                                           f"{duration:.3f} s ended before now ({now:.3f})")
             if stamp > 0.0 and now - stamp > 0.05:
-                rospy.logwarn(f"trajectory starts {now - stamp:.3f} s after its header.stamp: it runs from now")
+                rospy.logwarn(f"trajectory starts {now - stamp:.3f} s after its header.stamp: it runs from now (up to "
+                              f"0.5 s of it made up on the way where the loop counts lost time)")
             return True
         while rospy.get_time() < stamp:
             if self.server.is_preempt_requested():

@@ -63,10 +63,14 @@ class LoopTrajectory:
         return True
 
     def send(self, names, t, q, v=None, a=None, scaling: float = 1.0, tracking: int = 0, kp=(),
-             interaction=None) -> None:
+             interaction=None, due: float = 0.0) -> None:
         """Start a trajectory (a running one of this client is replaced by the loop); ``tracking``, ``kp`` and
-        ``interaction`` (an InteractionControlCommand): ExecuteTrajectory's TRACK_*, velocity_kp, interaction."""
-        goal = ExecuteTrajectoryGoal(trajectory=joint_trajectory(names, t, q, v, a), time_scaling=scaling,
+        ``interaction`` (an InteractionControlCommand): ExecuteTrajectory's TRACK_*, velocity_kp, interaction;
+        ``due``: the robot time its time 0 was due (0: on arrival)."""
+        jt = joint_trajectory(names, t, q, v, a)
+        if due > 0.0:
+            jt.header.stamp = rospy.Time.from_sec(due)
+        goal = ExecuteTrajectoryGoal(trajectory=jt, time_scaling=scaling,
                                      keepalive_timeout=self.keepalive_timeout, tracking=tracking,
                                      velocity_kp=list(kp))
         if interaction is not None:

@@ -107,7 +107,9 @@ class ExecuteTrajectoryServer:
             with self.lock:
                 if goal.interaction.interaction_control_active:
                     self._interaction(goal.interaction)
-                traj_id = self.client.execute(t, q, v, a, names, scaling, goal.tracking, kp)
+                due = goal.trajectory.header.stamp.to_sec()  # (0: on arrival)
+                late = rospy.get_time() - due if due > 0.0 else 0.0
+                traj_id = self.client.execute(t, q, v, a, names, scaling, goal.tracking, kp, late)
                 gh.set_accepted()
                 g = _Goal(gh, gid, traj_id, timeout, time.monotonic(), scaling,
                           [self.client.index[j] for j in names])

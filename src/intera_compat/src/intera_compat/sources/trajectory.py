@@ -62,6 +62,7 @@ class TrajectorySource(SetpointSource):
         self._err = np.zeros(m)
         self._tmp = np.zeros(m)
         self.traj_id = 0.0
+        self.late = 0.0  # s the running trajectory came behind its sender's schedule
         self.state = TRAJ_IDLE
         self.time = 0.0
         self.segment = -1
@@ -81,10 +82,11 @@ class TrajectorySource(SetpointSource):
 
     # ---- requests -----------------------------------------------------------------------
     def prepare(self, traj_id: float, order: int, mask, t, q, v, a, sp: Setpoint, enabled: bool,
-                scaling: float = 1.0, tracking: int = TRACK_FEEDFORWARD, kp=None) -> bool:
+                scaling: float = 1.0, tracking: int = TRACK_FEEDFORWARD, kp=None, late: float = 0.0) -> bool:
         """Stage a trajectory (full-length ``mask`` and ``kp``; ``q``/``v``/``a`` shaped (k, n) in config
         order), starting at the sender's time ``scaling`` (anything outside (0, 1] means 1), tracked
-        as ``tracking`` says (TRACK_VELOCITY with the position gains ``kp``, 1/s)."""
+        as ``tracking`` says (TRACK_VELOCITY with the position gains ``kp``, 1/s); ``late``: s behind its sender's
+        schedule as it came (``late``: the loop's lag catch-up starts from it)."""
         i = self.idx
         mask = np.asarray(mask[i], bool)
         q, v, a = q[:, i], v[:, i], a[:, i]
@@ -138,6 +140,7 @@ class TrajectorySource(SetpointSource):
             self._fresh = True  # from rest: start right at the requested scaling
         self.scaling = scaling if 0.0 < scaling <= 1.0 else 1.0  # False for NaN too
         self.traj_id = traj_id
+        self.late = late if late > 0.0 else 0.0  # (NaN: on time)
         self.state = TRAJ_RUNNING
         self.time = 0.0
         if self.time_capped:  # a paced arm: its time restarts with the trajectory it is handed (the loop sets it)
