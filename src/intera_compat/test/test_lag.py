@@ -168,3 +168,48 @@ def test_a_trajectory_that_came_late_makes_up_what_its_sender_says_up_to_half_a_
     L.step()
     on_time, _ = run(L, 0.0, late=late)  # (an arm that loses no time: nothing to make up)
     assert on_time == pytest.approx(2.0, abs=0.02)
+
+
+class SampledLag(LaggingSim):
+    """A clock backend that counts each sample's time on (as ros_control's and the UR's do), at most a link timeout."""
+
+    def read(self, state):
+        super().read(state)
+        self.add_lag(self.period, self.period, 0.1)
+
+
+def test_a_late_start_is_not_cut_to_the_link_timeout_by_the_samples_that_follow():
+    """(A review's find: the per-sample count capped a late start's lag at the link timeout, 0.1 s on a real ros_control
+    arm, 0.05 s on a UR.)"""
+    L = OfflineLoop(CFG, backend=SampledLag(RobotModel(CFG), CFG.full_pose("neutral")))
+    L.step()
+    took, _ = run(L, 0.0, late=0.3)
+    assert took == pytest.approx(1.7, abs=0.02)
+
+
+def test_a_trajectory_that_starts_slowed_makes_nothing_up_when_it_speeds_up():
+    """(A review's find: its lateness was taken when the pause ended, and the arm ran 1.5x the planned speed.)"""
+    L = started()
+    q0, v0 = L.arm_q, np.zeros(7)
+    q1 = q0 + np.array([0, 0, 0, 0.5, 0, 0, 0])
+    tid = L.trajectories.execute([0.0, 2.0], [q0, q1], [v0, v0], [v0, v0], scaling=0.5, late=0.5)
+    L.run(0.5)
+    L.trajectories.set_scaling(1.0, tid)
+    t0, peak = L.cycle.now, []
+    res = L.trajectories.wait(tid, 10.0, step=lambda: (L.step(), peak.append(abs(L.state.local.cmd_velocity[3]))))
+    assert res is not None and res.status == T.SUCCEEDED
+    assert max(peak) <= 15.0 / 8.0 * 0.5 / 2.0 * 1.001  # (a quintic's peak, 15/8 of the mean: never faster)
+
+
+def test_a_late_trajectory_that_starts_with_a_hold_skips_into_it_and_moves_as_planned():
+    """The SDK's joint_trajectory_client holds its start for 1 s first; its server samples at now − stamp, so the
+    lateness comes off the hold — here too, nothing sped up (a review's find: the hold's ramp took 17 ms of it)."""
+    L = started()
+    q0, v0 = L.arm_q, np.zeros(7)
+    q1 = q0 + np.array([0, 0, 0, 0.5, 0, 0, 0])
+    tid = L.trajectories.execute([0.0, 0.4, 2.4], [q0, q0, q1], [v0] * 3, [v0] * 3, late=0.3)
+    t0, peak = L.cycle.now, []
+    res = L.trajectories.wait(tid, 10.0, step=lambda: (L.step(), peak.append(abs(L.state.local.cmd_velocity[3]))))
+    assert res is not None and res.status == T.SUCCEEDED
+    assert L.cycle.now - t0 == pytest.approx(2.1, abs=0.02)
+    assert max(peak) <= 15.0 / 8.0 * 0.5 / 2.0 * 1.001

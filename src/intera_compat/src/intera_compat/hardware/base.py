@@ -74,9 +74,10 @@ class Backend(abc.ABC):
     def add_lag(self, ahead: float, elapsed: float, most: float) -> None:
         """One cycle ran for a sample ``ahead`` s of the arm's time after the last: the periods beyond it join
         ``lag``, no more than the loop's own clock saw pass (``elapsed``: a step of the arm's clock is no time lost;
-        stamps that came early take off what late ones added), at most ``most``."""
+        stamps that came early take off what late ones added), at most ``most`` — or what it held already (a
+        trajectory that came late starts further behind: loop/lag.py)."""
         p = self.period
-        self.lag = min(max(self.lag + min(ahead, elapsed + 0.5 * p) - p, 0.0), most)
+        self.lag = min(max(self.lag + min(ahead, elapsed + 0.5 * p) - p, 0.0), max(most, self.lag))
 
     def sample_timeout(self, dt: float) -> float:
         """Clock backends: how long the loop waits for the arm's next sample before it runs a cycle without one

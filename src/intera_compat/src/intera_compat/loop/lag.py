@@ -15,9 +15,9 @@ once, when the trajectory starts (``path_peaks``: every segment's polynomial at 
 ``prepare``'s limit check does), and ``TrajectorySource`` keeps each cycle's path velocity and acceleration within
 the limits as well; a path planned at the limits gets no catch-up. Only what is lost while the trajectory runs at
 full speed counts: a new trajectory starts with what it came late by (``TrajectorySource.late``: its sender's
-stamp, the planning and the hop to the loop; at most ``LATE_MOST``), none of what was lost before it, and while its
-sender, the backend or the operator slows it (a pause, the speed override) nothing is kept on a schedule: the lag
-is dropped. Nothing runs ahead without a trajectory. Not a jump: the
+stamp, the planning and the hop to the loop; at most ``LATE_MOST``), taken first off a hold it starts with
+(``skip_hold``), and none of what was lost before it; one that starts slowed, or while its sender, the backend or
+the operator slows it (a pause, the speed override), keeps no schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
 position arm's controller held its last target through the gap (a step of the target by the time lost drove a
 review's arm at 1.85× the speed asked).
 """
@@ -51,12 +51,14 @@ class LagCatchUp:
         b, t = self.backend, self.trajectory
         if not b.lags:
             return 1.0
-        if driving is not t or t.state != TRAJ_RUNNING or t.scaling * speed < 1.0:
-            b.lag = 0.0
+        running, full = driving is t and t.state == TRAJ_RUNNING, t.scaling * speed >= 1.0
+        if running and t.traj_id != self._traj:  # a new trajectory: its own schedule, from the time its sender was
+            self._traj, self._top = t.traj_id, self._peak_pace()  # late by (one that starts slowed keeps none) —
+            late = min(t.late, LATE_MOST) if full else 0.0  # first off a hold it starts with, as the SDK's server
+            b.lag = late - t.skip_hold(late)  # samples a goal at now − stamp (nothing moves: no speed-up)
             return 1.0
-        if t.traj_id != self._traj:  # (a new trajectory: its own schedule, from the time its sender was late by)
-            self._traj, b.lag = t.traj_id, min(t.late, LATE_MOST)
-            self._top = self._peak_pace()
+        if not running or not full:
+            b.lag = 0.0
             return 1.0
         lag = b.lag - max(t.applied_scaling - 1.0, 0.0) * self.dt
         b.lag = lag = lag if lag > 0.0 else 0.0

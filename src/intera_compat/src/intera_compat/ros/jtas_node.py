@@ -202,7 +202,6 @@ class JointTrajectoryActionServer:
                 if self.server.is_preempt_requested():
                     self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
                     return
-                planned = rospy.get_time()
                 plan, stamp = self._plan(goal, waited)
                 later = stamp > rospy.get_time()
                 if not self._wait_for_start(stamp, plan.duration):
@@ -212,10 +211,11 @@ class JointTrajectoryActionServer:
                 if self.server.is_preempt_requested():
                     self._end(F.SUCCESSFUL, "cancelled before it started", preempted=True)
                     return
-                # (its time 0 was due at the stamp, or when it was planned: what the planning and the hop to the loop
-                # took is made up on the way where the loop counts lost time — the client keeps its own schedule)
+                # (a stamped goal's time 0 was due at its stamp: what the planning and the hop to the loop took is
+                # made up on the way where the loop counts lost time — its client keeps its own schedule; an
+                # unstamped one starts when it comes, as the SDK's server starts it)
                 self.loop.send(plan.names, plan.t, plan.q, plan.v, plan.a, tracking=plan.tracking, kp=plan.kp,
-                               due=stamp if stamp > 0.0 else planned)
+                               due=stamp)
             except F.GoalError as e:
                 self._end(e.code, str(e))
                 return

@@ -148,6 +148,17 @@ class TrajectorySource(SetpointSource):
         self.segment = -1
         return True
 
+    def skip_hold(self, seconds: float) -> float:
+        """Up to ``seconds`` of a first segment that holds still (its two knots equal and at rest) skipped: the time
+        base moves on within it (nothing moves: no jump). Returns the seconds skipped."""
+        tr = self.traj
+        if seconds <= 0.0 or tr.k < 2 or self.time >= tr.t[1] or not np.array_equal(tr.q[0], tr.q[1]) \
+                or tr.v[:2].any() or tr.a[:2].any():
+            return 0.0
+        skip = min(seconds, float(tr.t[1]) - self.time)
+        self.time += skip
+        return skip
+
     def cancel(self, traj_id: float) -> None:
         """Decelerate along the path to rest, then report CANCELLED (0 cancels whatever runs)."""
         if self.state == TRAJ_RUNNING and traj_id in (0.0, self.traj_id):
