@@ -7,7 +7,7 @@ import pytest
 from intera_compat.config import load_config
 from intera_compat.control.interaction import InteractionLimits, pack
 from intera_compat.data import codes as T
-from intera_compat.data.codes import POSITION_MODE, TRAJECTORY_MODE, VELOCITY_MODE
+from intera_compat.data.codes import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
 from intera_compat.hardware.sim import SimBackend, fault_words
 from intera_compat.loop.layouts import (MSG_CUFF, MSG_ENABLE, MSG_HEAD, MSG_INTERACTION, MSG_RESET, MSG_SAFETY_ESTOP,
                                         MSG_SIM_FAULT, MSG_STOP)
@@ -502,3 +502,31 @@ def test_a_stream_that_ends_in_the_avoidance_zone_is_pushed_out_by_the_hold_and_
     rig.run(3.0)  # (raises the Violation an invariant finds)
     assert rig.s.position[4] - q_stream > 0.03  # pushed out, against the stream's direction
     assert abs(rig.s.cmd_position[4] - rig.s.position[4]) <= WINDOW + 1e-9  # the reference came along
+
+
+def test_brakes_that_stop_a_fast_wrist_at_its_limit_leave_no_wound_up_integral_to_pull_it_back():
+    """The safety E-stop latch takes right_j6 spinning at 2.8 rad/s under a torque stream; its brakes stop it at its
+    limit. The arm ran on ahead of the stop by up to 9 mrad, and the law's integral learnt that as a model error
+    (−3.9 rad/s² in 0.15 s) and pulled the stopped wrist back 1.0 mrad (30-min run on ef7cb0c: ``springback``). The
+    integral now keeps its value while the brakes' stop is under way."""
+    from fuzz_rig import FuzzRig
+    rig = FuzzRig(table=True)
+    rig.estop(True)
+    rig.step(231)
+    rig.estop(False)
+    rig.run(0.3)
+    for n in (1, 118, 128):
+        rig.cancel(0)
+        rig.step(n)
+    rig.start_stream(TORQUE_MODE, [0.0, 0.0, -5.865662, 0.0, 2.7], None,
+                     ["right_j0", "right_j1", "right_j2", "right_j3", "right_j6"])
+    rig.step(36)
+    rig.head(0.0, 0.1, 1)
+    rig.step(243)
+    rig.command(POSITION_MODE, ["right_j0"], position=[0.160836])
+    rig.step(1)
+    assert rig.s.velocity[6] > 2.0  # (spinning as the latch comes)
+    rig.estop(True)
+    rig.step(252)
+    rig.run(3.0)  # (raises the Violation an invariant finds: springback among them)
+    assert abs(rig.s.velocity[6]) < 1e-3

@@ -48,11 +48,12 @@ class InverseDynamicsLaw(ControlLaw):
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
         q, v, free = hw.position, hw.velocity, sp.torque_only
         e, a = self._e, self.a_cmd
-        np.subtract(sp.q, q, out=e)
-        e *= self.ki_dt
-        self.integral += e
-        np.minimum(self.integral, self.ilim, out=self.integral)  # ufuncs: no np.clip wrapper overhead
-        np.maximum(self.integral, self._nilim, out=self.integral)
+        if not self.freeze:
+            np.subtract(sp.q, q, out=e)
+            e *= self.ki_dt
+            self.integral += e
+            np.minimum(self.integral, self.ilim, out=self.integral)  # ufuncs: no np.clip wrapper overhead
+            np.maximum(self.integral, self._nilim, out=self.integral)
         np.subtract(sp.q, q, out=e)
         np.multiply(self.kp, e, out=a)
         np.subtract(sp.v, v, out=e)

@@ -775,6 +775,11 @@ class LoopCycle:
                     self.law.reset()  # no integral wind-up against an obstacle either
                 if arb.head is not None and arb.active is not self.brake:
                     arb.head.rebase(sp)
+        # (the brakes' stop: the arm runs on ahead of or behind it by its dynamics, which the integral must not learn
+        # as a model error — a fuzz run's find: wound up over 0.15 s braking a wrist at 2.8 rad/s into its limit, it
+        # pulled the stopped arm 1.0 mrad back)
+        a = self.arbiter.active
+        self.law.freeze = (a is self.brake or a is self.estop_hold) and a.braking
         self.law.compute(hw, sp, self.adapter.command)
         out_code = chain.on_output(hw, sp, self.adapter.command)
         if self.interaction_engaged and self._torque_loop:

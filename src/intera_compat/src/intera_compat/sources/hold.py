@@ -64,6 +64,11 @@ class HoldSource(SetpointSource):
             self.ramp.start(sp.q[i], sp.v[i], sp.a[i])
         np.clip(self.ramp.q, self.lower, self.upper, out=self.q)
 
+    @property
+    def braking(self) -> bool:
+        """Brakes whose stop from the measured state is under way."""
+        return self.measured and self.ramp is not None and self.ramp.active
+
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
         i = self.idx
         r = self.ramp
