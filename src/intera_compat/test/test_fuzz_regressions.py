@@ -530,3 +530,26 @@ def test_brakes_that_stop_a_fast_wrist_at_its_limit_leave_no_wound_up_integral_t
     rig.step(252)
     rig.run(3.0)  # (raises the Violation an invariant finds: springback among them)
     assert abs(rig.s.velocity[6]) < 1e-3
+
+
+def test_a_collision_hold_that_stops_a_fast_elbow_does_not_push_a_wrist_at_its_limit_past_it():
+    """A TRAJECTORY_MODE stream drove right_j4 onto its upper limit (the reference held there) while right_j3 turned
+    at 2 rad/s; the collision hold then stopped right_j3 dead: 65 Nm asked of its 40, clipped alone, and the coupling
+    torques it no longer took, with the avoidance's repulsion pushing outward, drove right_j4 35 mrad past its limit
+    (30-min run on ef7cb0c: ``limits``). Now a saturated joint leaves the others the torques for its real motion
+    (InverseDynamicsLaw) and the repulsion never pushes a joint on past a limit it is at."""
+    from fuzz_rig import FuzzRig
+    rig = FuzzRig(table=False)
+    rig.start_stream(TRAJECTORY_MODE, [0.0, 0.0, 0.31365, -0.16362], [0.0, -0.875413, 0.931671, -1.823047],
+                     ["right_j0", "right_j3", "right_j4", "right_j6"])
+    rig.step(299)
+    rig.command(POSITION_MODE, ARM, position=[float("nan"), -1.18, 1.470357, 0.870573, 0.884836, 0.762167, 3.571344])
+    rig.step(160)
+    rig.estop(True)
+    rig.step(499)
+    rig.estop(False)
+    rig.run(2.0)
+    rig.reset()
+    rig.step(1)
+    rig.run(1.0)  # (raises the Violation an invariant finds: limits among them)
+    assert rig.s.position[4] <= CFG.limits.upper[4]

@@ -183,6 +183,37 @@ def test_inverse_dynamics_law_at_rest_on_target_outputs_gravity():
     assert np.abs(cmd.effort).max() < 1e-9
 
 
+def test_a_joint_at_its_torque_limit_leaves_the_others_the_torques_for_its_real_motion():
+    """(A fuzz run's find: a collision hold stopping right_j3 dead at 2 rad/s asked 65 Nm of its 40; clipped alone,
+    the coupling torques it no longer took drove right_j4, at rest at its limit, 35 mrad past it.) The saturated
+    joint gets its limit, every other joint the acceleration asked of it — none goes limp."""
+    cfg = load_config()
+    rm = RobotModel(cfg)
+    c = cfg.control
+    lim = cfg.limits.effort
+    law = InverseDynamicsLaw(rm, c["kp"], c["kd"], c["ki"], c["integral_limit"], 0.001, effort_limit=lim)
+    n = len(cfg.all_joints)
+    hw = HardwareState.zeros(n)
+    hw.position[:] = cfg.full_pose("neutral")
+    hw.velocity[3] = -1.7  # (stopped dead: 102 rad/s², 43 Nm of right_j3's 40)
+    sp = Setpoint.zeros(n)
+    sp.q[:] = hw.position
+    sp.q[4] += 0.001  # (right_j4 asked a little acceleration of its own)
+    cmd = HardwareCommand.zeros(n)
+    law.compute(hw, sp, cmd)
+    asked = law.kp * (sp.q - hw.position) + law.kd * (sp.v - hw.velocity) + law.integral
+    assert law.scaled == 1 and cmd.effort[3] == pytest.approx(lim[3]) and np.all(np.abs(cmd.effort) <= lim + 1e-9)
+    zero = np.zeros(n)
+    h = rm.rnea(hw.position, hw.velocity, zero)
+    M = np.column_stack([rm.rnea(hw.position, zero, np.eye(n)[j]) - rm.gravity(hw.position) for j in range(n)])
+    real = np.linalg.solve(M, cmd.effort - h)  # what the arm does with these torques
+    others = np.arange(n) != 3
+    assert real[others] == pytest.approx(asked[others], abs=1e-6)  # as asked: none limp, none pushed
+    assert 0.0 < real[3] < asked[3]  # (the stop as hard as its torque allows)
+    clipped = np.clip(rm.rnea(hw.position, hw.velocity, asked), -lim, lim)
+    assert np.abs(np.linalg.solve(M, clipped - h)[others] - asked[others]).max() > 0.3  # (a clip: the others pushed)
+
+
 class PositionArm(Backend):
     """A position-controlled arm whose servo follows the command with a 20 ms lag."""
 

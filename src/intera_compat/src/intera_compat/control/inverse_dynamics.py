@@ -11,6 +11,12 @@ it) takes the velocity-dependent share off the feedback, which is what keeps lig
 a fast trajectory. Joints flagged ``torque_only``
 get gravity compensation plus the commanded torque and no feedback; ``gravity`` False removes
 gravity compensation from every joint (``suppress_gravity_compensation``).
+
+A joint whose torque would pass its limit (``effort_limit``) gets its limit, and the other joints' torques are
+worked out for the acceleration it really gets (``_within``), not clipped joint by joint: a clip drops the coupling
+torques the others needed, and they move by them (a fuzz run's find: a collision hold stopping right_j3 dead at
+2 rad/s drove right_j4, at rest at its limit, 35 mrad past it). The others keep their feedback: the arm never goes
+limp for one joint at its limit.
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ from .base import ControlLaw
 
 class InverseDynamicsLaw(ControlLaw):
     def __init__(self, rm: RobotModel, kp, kd, ki, integral_limit, dt: float, viscous=None, coulomb=None,
-                 friction_velocity: float = 0.02):
+                 friction_velocity: float = 0.02, effort_limit=None):
         self.rm = rm
         self.kp = np.asarray(kp, float)
         self.kd = np.asarray(kd, float)
@@ -41,9 +47,46 @@ class InverseDynamicsLaw(ControlLaw):
         self._inv_vf = 1.0 / friction_velocity
         self.friction = bool(np.any(self.viscous) or np.any(self.coulomb))
         self._f = np.zeros(n)
+        self.effort_limit = None if effort_limit is None else np.asarray(effort_limit, float)[:n]
+        self._h, self._g0, self._zero, self._col = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        self._M = np.zeros((n, n))
+        self.scaled = 0  # cycles with a joint's torque at its limit (the others' worked out for its real motion)
 
     def reset(self) -> None:
         self.integral[:] = 0.0
+
+    def _within(self, q, v, a, tau, lim, free) -> None:
+        """τ = M·a + h with a joint over its limit: such a joint gets its limit (as it would anyway: the chain clips
+        it) and the acceleration that torque gives it; the other joints keep their accelerations, and their torques
+        are worked out for the saturated joints' real motion (a joint they then push over its limit joins them).
+        Clipped one by one instead, the coupling torques the saturated joints no longer take are missing, and the
+        others move by them. Rare (a stop or a push beyond the limits): n + 1 RNEA calls and a small solve."""
+        n = len(a)
+        h, M, col = self._h, self._M, self._col
+        zero = self._zero
+        self.rm.rnea(q, v, zero, out=h)  # Coriolis and gravity
+        self.rm.rnea(q, zero, zero, out=self._g0)
+        for j in range(n):  # the mass matrix, a column per unit acceleration
+            col[:] = 0.0
+            col[j] = 1.0
+            self.rm.rnea(q, zero, col, out=M[:, j])
+            M[:, j] -= self._g0
+        want = np.sign(tau)
+        sat = (np.abs(tau) > lim) & ~free
+        for _ in range(n):
+            if not sat.any():
+                break
+            rest = ~sat
+            rhs = want[sat] * lim[sat] - h[sat] - M[np.ix_(sat, rest)] @ a[rest]
+            a[sat] = np.linalg.solve(M[np.ix_(sat, sat)], rhs)
+            np.dot(M, a, out=tau)
+            tau += h
+            over = (np.abs(tau) > lim * (1.0 + 1e-9)) & ~sat & ~free
+            if not over.any():
+                break
+            want[over] = np.sign(tau[over])
+            sat |= over
+        self.scaled += 1
 
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
         q, v, free = hw.position, hw.velocity, sp.torque_only
@@ -67,6 +110,9 @@ class InverseDynamicsLaw(ControlLaw):
             self.integral[free] = 0.0
         tau = cmd.effort
         self.rm.rnea(q, v, a, out=tau)
+        lim = self.effort_limit
+        if lim is not None and np.any(np.abs(tau) > lim):
+            self._within(q, v, a, tau, lim, free)
         if self.friction:
             f = self._f
             np.multiply(sp.v, self._inv_vf, out=f)

@@ -55,7 +55,7 @@ def make_adapter(backend: Backend, cfg: RobotConfig, rm: RobotModel, dt: float) 
         c = cfg.control
         fr = c.get("friction") or {}
         law = InverseDynamicsLaw(rm, c["kp"], c["kd"], c["ki"], c["integral_limit"], dt, fr.get("viscous"),
-                                 fr.get("coulomb"), float(fr.get("velocity", 0.02)))
+                                 fr.get("coulomb"), float(fr.get("velocity", 0.02)), cfg.limits.effort)
         return BackendAdapter(backend, law, CommandMode.TORQUE)
     if backend.has(Capability.POSITION):
         return BackendAdapter(backend, DirectLaw(n), CommandMode.POSITION)

@@ -55,6 +55,9 @@ def _reach_bound(model: pin.Model, joint: int, obj) -> float:
     return r
 
 
+
+LIMIT_BAND = 0.02  # rad inside a position limit where the repulsion pushes a joint no further out
+
 class PairDistances:
     """Signed distances of a geometry model's pairs, exact where they may be below ``near``.
 
@@ -249,6 +252,12 @@ class CollisionAvoidance(SafetyPlugin):
         self._absstep = np.zeros(n)
         self._g = np.zeros(n)
         self._r = np.zeros(n)
+        self._push = np.zeros(n)  # this cycle's repulsion
+        self._out = np.zeros(n, dtype=bool)
+        self._sign = np.zeros(n, dtype=bool)
+        self._neg = np.zeros(n, dtype=bool)
+        lim = rm.cfg.limits  # the repulsion never pushes a joint on past a position limit it is at
+        self._hi, self._lo = lim.upper[:n] - LIMIT_BAND, lim.lower[:n] + LIMIT_BAND
         # what the last cycle did (published at 100 Hz)
         self.active = np.zeros(self.P, dtype=bool)  # pairs the layer slowed or repelled
         self.distance_scale = 1.0  # the zone's factor alone
@@ -346,6 +355,8 @@ class CollisionAvoidance(SafetyPlugin):
             return 0
         av = self.avoid
         overlapping = av.update(hw.position)  # the pairs whose avoidance shapes overlap (d < 0, exact)
+        push = self._push
+        push[:] = 0.0
         for k in overlapping:
             overlap = min(-av.d[k], self.max_overlap)  # deeper than touching tight shapes: no stiffer
             g = av.gradient(k, self._g)
@@ -356,7 +367,18 @@ class CollisionAvoidance(SafetyPlugin):
                 self.fault_joint = -1
                 return FAULT_NON_FINITE_OUTPUT
             if f > 0.0:
-                cmd.effort += f * g
+                push += f * g
                 self.repelling += 1
                 self.active[k] = True
+        if self.repelling:
+            # (not outward at a position limit: a fuzz run's find — the repulsion pushed a wrist resting at its limit
+            # 35 mrad past it while a collision hold stopped the shoulder)
+            q, out, sign = hw.position, self._out, self._sign
+            np.greater_equal(q, self._hi, out=out)
+            out &= np.greater(push, 0.0, out=sign)
+            np.less_equal(q, self._lo, out=sign)
+            sign &= np.less(push, 0.0, out=self._neg)
+            out |= sign
+            push[out] = 0.0
+            cmd.effort += push
         return 0
