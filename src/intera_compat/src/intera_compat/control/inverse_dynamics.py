@@ -50,6 +50,7 @@ class InverseDynamicsLaw(ControlLaw):
         self.effort_limit = None if effort_limit is None else np.asarray(effort_limit, float)[:n]
         self._h, self._g0, self._zero, self._col = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         self._M = np.zeros((n, n))
+        self._asked, self._side, self._sat = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
         self.scaled = 0  # cycles with a joint's torque at its limit (the others' worked out for its real motion)
 
     def reset(self) -> None:
@@ -58,9 +59,11 @@ class InverseDynamicsLaw(ControlLaw):
     def _within(self, q, v, a, tau, lim, free) -> None:
         """τ = M·a + h with a joint over its limit: such a joint gets its limit (as it would anyway: the chain clips
         it) and the acceleration that torque gives it; the other joints keep their accelerations, and their torques
-        are worked out for the saturated joints' real motion (a joint they then push over its limit joins them).
-        Clipped one by one instead, the coupling torques the saturated joints no longer take are missing, and the
-        others move by them. Rare (a stop or a push beyond the limits): n + 1 RNEA calls and a small solve."""
+        are worked out for the saturated joints' real motion. Joints join one at a time, the greatest excess first,
+        and one that its limit torque would drive beyond its own demand leaves again (a review's find: taken in all
+        at once, a wrist over its limit only through the coupling got its full limit torque and ran 100 rad/s² past
+        its position limit). Clipped one by one instead, the coupling torques the saturated joints no longer take are
+        missing, and the others move by them. A stop or a push beyond the limits: n + 3 RNEA calls, small solves."""
         n = len(a)
         h, M, col = self._h, self._M, self._col
         zero = self._zero
@@ -71,21 +74,29 @@ class InverseDynamicsLaw(ControlLaw):
             col[j] = 1.0
             self.rm.rnea(q, zero, col, out=M[:, j])
             M[:, j] -= self._g0
-        want = np.sign(tau)
-        sat = (np.abs(tau) > lim) & ~free
-        for _ in range(n):
-            if not sat.any():
-                break
+        asked = self._asked
+        asked[:] = a
+        sat, side = self._sat, self._side  # the saturated joints, and the side of their limit (+1 / -1)
+        sat[:] = False
+        side[:] = 0.0
+        for _ in range(4 * n):  # one joint in or out per pass (the greatest excess first): SNS-like, it converges
+            past = sat & (side * (a - asked) > 1e-12)  # saturated, yet driven beyond its own demand: let it go
+            if past.any():
+                k = int(np.argmax(np.where(past, side * (a - asked), -np.inf)))
+                sat[k], side[k] = False, 0.0
+            else:
+                ratio = np.where(free | sat, 0.0, np.abs(tau) / lim)
+                k = int(np.argmax(ratio))
+                if ratio[k] <= 1.0 + 1e-9:
+                    break
+                sat[k], side[k] = True, np.sign(tau[k])
             rest = ~sat
-            rhs = want[sat] * lim[sat] - h[sat] - M[np.ix_(sat, rest)] @ a[rest]
-            a[sat] = np.linalg.solve(M[np.ix_(sat, sat)], rhs)
+            a[:] = asked
+            if sat.any():
+                a[sat] = np.linalg.solve(M[np.ix_(sat, sat)],
+                                         side[sat] * lim[sat] - h[sat] - M[np.ix_(sat, rest)] @ asked[rest])
             np.dot(M, a, out=tau)
             tau += h
-            over = (np.abs(tau) > lim * (1.0 + 1e-9)) & ~sat & ~free
-            if not over.any():
-                break
-            want[over] = np.sign(tau[over])
-            sat |= over
         self.scaled += 1
 
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
