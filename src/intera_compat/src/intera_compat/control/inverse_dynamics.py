@@ -68,7 +68,7 @@ class InverseDynamicsLaw(ControlLaw):
         h, M, col = self._h, self._M, self._col
         zero = self._zero
         self.rm.rnea(q, v, zero, out=h)  # Coriolis and gravity
-        self.rm.rnea(q, zero, zero, out=self._g0)
+        self.rm.gravity(q, out=self._g0)
         for j in range(n):  # the mass matrix, a column per unit acceleration
             col[:] = 0.0
             col[j] = 1.0

@@ -167,6 +167,7 @@ class LoopCycle:
         self.zero_g = ZeroGSource(arm, self.adapter.supports(Capability.TORQUE))
         self.arbiter.overrides = [self.estop_hold, self.collision_hold, self.zero_g]
         self._measured_handover = (self.brake, self.estop_hold, self.collision_hold, self.zero_g)
+        self._brakes = (self.brake, self.estop_hold)  # the holds that brake from the measured state
         # interaction control: latched parameters (None: off); it drives the arm joints around the reference of
         # whichever source is active, except under the brakes, the safety holds, zero-G and TORQUE_MODE
         self.interaction: InteractionParams | None = None
@@ -746,7 +747,7 @@ class LoopCycle:
             self.hold.activate(sp, hw, now)  # it stopped — after a cancel, an abort, a reconnect: so does the loop)
         code = arb.update(now, hw, sp, active)
         held = arb.active
-        if (held is self.brake or held is self.estop_hold) and held.bitten:
+        if held in self._brakes and held.bitten:
             held.bitten = False  # the brakes bit where the arm is: the shaping restarts there (it stepped the hold on
             chain.reset(hw, sp)  # from the stop's end). The law's integral stays: it holds the arm's model error
         if arb.active is not before and (before in self._measured_handover or arb.active in self._measured_handover
@@ -779,7 +780,7 @@ class LoopCycle:
         # as a model error — a fuzz run's find: wound up over 0.15 s braking a wrist at 2.8 rad/s into its limit, it
         # pulled the stopped arm 1.0 mrad back)
         a = self.arbiter.active
-        self.law.freeze = (a is self.brake or a is self.estop_hold) and a.braking
+        self.law.freeze = a in self._brakes and a.braking
         self.law.compute(hw, sp, self.adapter.command)
         out_code = chain.on_output(hw, sp, self.adapter.command)
         if self.interaction_engaged and self._torque_loop:

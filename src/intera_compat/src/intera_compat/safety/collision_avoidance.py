@@ -253,9 +253,7 @@ class CollisionAvoidance(SafetyPlugin):
         self._g = np.zeros(n)
         self._r = np.zeros(n)
         self._push = np.zeros(n)  # this cycle's repulsion
-        self._out = np.zeros(n, dtype=bool)
-        self._sign = np.zeros(n, dtype=bool)
-        self._neg = np.zeros(n, dtype=bool)
+        self._at = np.zeros(n, dtype=bool)
         lim = rm.cfg.limits  # the repulsion never pushes a joint on past a position limit it is at
         self._hi, self._lo = lim.upper[:n] - LIMIT_BAND, lim.lower[:n] + LIMIT_BAND
         # what the last cycle did (published at 100 Hz)
@@ -373,12 +371,8 @@ class CollisionAvoidance(SafetyPlugin):
         if self.repelling:
             # (not outward at a position limit: a fuzz run's find — the repulsion pushed a wrist resting at its limit
             # 35 mrad past it while a collision hold stopped the shoulder)
-            q, out, sign = hw.position, self._out, self._sign
-            np.greater_equal(q, self._hi, out=out)
-            out &= np.greater(push, 0.0, out=sign)
-            np.less_equal(q, self._lo, out=sign)
-            sign &= np.less(push, 0.0, out=self._neg)
-            out |= sign
-            push[out] = 0.0
+            q, at = hw.position, self._at
+            np.minimum(push, 0.0, out=push, where=np.greater_equal(q, self._hi, out=at))
+            np.maximum(push, 0.0, out=push, where=np.less_equal(q, self._lo, out=at))
             cmd.effort += push
         return 0
