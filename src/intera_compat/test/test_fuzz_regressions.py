@@ -553,3 +553,34 @@ def test_a_collision_hold_that_stops_a_fast_elbow_does_not_push_a_wrist_at_its_l
     rig.step(1)
     rig.run(1.0)  # (raises the Violation an invariant finds: limits among them)
     assert rig.s.position[4] <= CFG.limits.upper[4]
+
+
+def test_a_transient_that_throws_a_wrist_off_its_reference_winds_no_integral_to_pull_it_back_after_the_brakes():
+    """A VELOCITY stream spinning right_j2, right_j5 and right_j6 up threw right_j4 (asked to stand) 47 mrad off its
+    reference through the coupling; the law's integral, learning that transient as a model error, sat at its clamp
+    (-5 rad/s²) when the safety E-stop latch came, and held through the brakes it pulled the stopped wrist back
+    3.3 mrad (30-min run on cf153bb: ``springback``). The integral learns now only errors within its own authority
+    (|kp e| ≤ integral_limit) on joints not at their torque limit."""
+    from fuzz_rig import ARM as RIG_ARM, FuzzRig
+    rig = FuzzRig(table=True)
+    rig.command(POSITION_MODE, ["right_j0"], position=[0.0])
+    rig.step(1)
+    rig.start_stream(VELOCITY_MODE, [0.0, 0.0, -1.577118, 0.0, 0.0, 1.517557, -2.406383], None, RIG_ARM)
+    rig.step(213)
+    rig.command(POSITION_MODE, ["right_j0"], position=[-0.27875])
+    rig.step(203)
+    rig.speed_ratio(0.05)
+    rig.step(268)
+    rig.start_stream(VELOCITY_MODE, [0.0, -0.1992, 0.0, 0.0, 0.0, -0.964789, 0.0], None, RIG_ARM)
+    rig.step(45)
+    rig.start_stream(POSITION_MODE, [-2e-06, -1.185991], None, ["right_j0", "right_j1"])
+    rig.step(1)
+    rig.execute([1.642531], [[-2e-06]], None, None, ["right_j0"], 1.0, 0, None)
+    rig.step(1)
+    law = rig.c.law
+    assert abs(rig.s.cmd_position[4] - rig.s.position[4]) > 0.03  # (thrown off its reference as the latch comes)
+    assert abs(law.integral[4]) < 0.5 * law.ilim[4]
+    rig.estop(True)
+    rig.step(257)
+    rig.run(3.0)  # (raises the Violation an invariant finds: springback among them)
+    assert abs(rig.s.velocity[4]) < 1e-3

@@ -5,7 +5,12 @@
 
 Gains are per joint in acceleration units (1/s², 1/s, 1/s³), so the same numbers suit heavy
 shoulder and light wrist joints. The integral (clamped) removes friction-induced offset so
-position commands settle far inside Intera's 0.5° tolerance. The friction feed-forward (viscous ``b``,
+position commands settle far inside Intera's 0.5° tolerance. It learns only model errors (anti-windup, as an
+industrial servo's conditional integration): a moving joint whose proportional term alone exceeds the integral's
+authority (|kp e| > integral_limit: a transient, a coupling the feedback is still taking out) or a joint whose torque
+was at its limit last cycle does not integrate; a joint at rest (|v| ≤ ``REST_SPEED``) does, whatever its error (a
+load, a contact it is held against: the standing error the integral is there for). Wound up by a 45 mrad transient, the integral sat at its clamp, and held
+through the brakes (``freeze``) it pulled a stopped wrist back 3 mrad (a fuzz run's find, springback). The friction feed-forward (viscous ``b``,
 Coulomb ``f_c`` smoothed over ``v_ε``, on the desired velocity so measurement noise does not reach
 it) takes the velocity-dependent share off the feedback, which is what keeps light wrist joints on
 a fast trajectory. Joints flagged ``torque_only``
@@ -26,6 +31,9 @@ from ..data.setpoint import Setpoint
 from ..data.state import HardwareCommand, HardwareState
 from ..model.robot_model import RobotModel
 from .base import ControlLaw
+
+
+REST_SPEED = 0.02  # rad/s: a joint this slow learns any standing error (see the module's doc)
 
 
 class InverseDynamicsLaw(ControlLaw):
@@ -51,10 +59,14 @@ class InverseDynamicsLaw(ControlLaw):
         self._h, self._g0, self._zero, self._col = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         self._M = np.zeros((n, n))
         self._asked, self._side, self._sat = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
+        self._band = self.ilim / np.maximum(self.kp, 1e-9)  # rad: the errors the integral learns from
+        self._learn = np.zeros(n, dtype=bool)
+        self._at_limit = np.zeros(n, dtype=bool)  # last cycle: the joint's torque at its limit (no integration)
         self.scaled = 0  # cycles with a joint's torque at its limit (the others' worked out for its real motion)
 
     def reset(self) -> None:
         self.integral[:] = 0.0
+        self._at_limit[:] = False
 
     def _within(self, q, v, a, tau, lim, free) -> None:
         """τ = M·a + h with a joint over its limit: such a joint gets its limit (as it would anyway: the chain clips
@@ -104,7 +116,12 @@ class InverseDynamicsLaw(ControlLaw):
         e, a = self._e, self.a_cmd
         if not self.freeze:
             np.subtract(sp.q, q, out=e)
+            learn = self._learn
+            np.less_equal(np.abs(e), self._band, out=learn)
+            np.logical_or(learn, np.abs(v) <= REST_SPEED, out=learn)
+            learn &= ~self._at_limit
             e *= self.ki_dt
+            e *= learn
             self.integral += e
             np.minimum(self.integral, self.ilim, out=self.integral)  # ufuncs: no np.clip wrapper overhead
             np.maximum(self.integral, self._nilim, out=self.integral)
@@ -124,6 +141,9 @@ class InverseDynamicsLaw(ControlLaw):
         lim = self.effort_limit
         if lim is not None and np.any(np.abs(tau) > lim):
             self._within(q, v, a, tau, lim, free)
+            self._at_limit[:] = self._sat
+        else:
+            self._at_limit[:] = False
         if self.friction:
             f = self._f
             np.multiply(sp.v, self._inv_vf, out=f)
