@@ -613,8 +613,17 @@ class FuzzRig:
             moved = cq - rv["ref0"]
             d[free] = np.where(np.abs(moved[free]) > 1e-4, np.sign(moved[free]), 0.0)
         coast = rv["coast"]
-        if not first:
+        timeouts = self.c.counts["timeouts"]
+        if first:
+            rv["timeouts"] = timeouts
+        else:
             coast &= (cq - rv["last"]) * d < 0.0  # (until it no longer moves against d)
+            if timeouts != rv["timeouts"]:
+                # the command timeout: the hold stops the reference from its motion then — a joint on its way back
+                # to the point its last command asked it to rest at first comes to rest, past it or not (30-min run
+                # on 18b2d83: 5.6 mrad past, the timeout striking at 0.8 rad/s on the way back)
+                rv["timeouts"] = timeouts
+                coast |= (cq - rv["last"]) * d < 0.0
         rv["last"] = cq.copy()
         # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
         tracked = ~self.c.sp.torque_only[:NA]
