@@ -7,9 +7,10 @@ Gains are per joint in acceleration units (1/s², 1/s, 1/s³), so the same numbe
 shoulder and light wrist joints. The integral (clamped) removes friction-induced offset so
 position commands settle far inside Intera's 0.5° tolerance. It learns only model errors (anti-windup, as an
 industrial servo's conditional integration): a moving joint whose proportional term alone exceeds the integral's
-authority (|kp e| > integral_limit: a transient, a coupling the feedback is still taking out) or a joint whose torque
-was at its limit last cycle does not integrate; a joint at rest (|v| ≤ ``REST_SPEED``) does, whatever its error (a
-load, a contact it is held against: the standing error the integral is there for). Wound up by a 45 mrad transient, the integral sat at its clamp, and held
+authority (|kp e| > integral_limit) while its error still changes (|v_d − v| > ``STEADY_SPEED``: a transient, a
+coupling the feedback is still taking out), or a joint whose torque was at its limit last cycle, does not integrate;
+a joint that follows its reference's velocity does, whatever its error (a load, a contact it is held against, a
+push that lasts: the standing error the integral is there for, at rest or on the move). Wound up by a 45 mrad transient, the integral sat at its clamp, and held
 through the brakes (``freeze``) it pulled a stopped wrist back 3 mrad (a fuzz run's find, springback). The friction feed-forward (viscous ``b``,
 Coulomb ``f_c`` smoothed over ``v_ε``, on the desired velocity so measurement noise does not reach
 it) takes the velocity-dependent share off the feedback, which is what keeps light wrist joints on
@@ -33,7 +34,7 @@ from ..model.robot_model import RobotModel
 from .base import ControlLaw
 
 
-REST_SPEED = 0.02  # rad/s: a joint this slow learns any standing error (see the module's doc)
+STEADY_SPEED = 0.02  # rad/s: a joint this close to its reference's velocity learns any error (the module's doc)
 
 
 class InverseDynamicsLaw(ControlLaw):
@@ -56,11 +57,14 @@ class InverseDynamicsLaw(ControlLaw):
         self.friction = bool(np.any(self.viscous) or np.any(self.coulomb))
         self._f = np.zeros(n)
         self.effort_limit = None if effort_limit is None else np.asarray(effort_limit, float)[:n]
-        self._h, self._g0, self._zero, self._col = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        self._h, self._zero = np.zeros(n), np.zeros(n)
         self._M = np.zeros((n, n))
         self._asked, self._side, self._sat = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
         self._band = self.ilim / np.maximum(self.kp, 1e-9)  # rad: the errors the integral learns from
         self._learn = np.zeros(n, dtype=bool)
+        self._x = np.zeros(n)
+        self._tau_free, self._target, self._fixed = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
+        self._dv = np.zeros(n)
         self._at_limit = np.zeros(n, dtype=bool)  # last cycle: the joint's torque at its limit (no integration)
         self.scaled = 0  # cycles with a joint's torque at its limit (the others' worked out for its real motion)
 
@@ -68,48 +72,56 @@ class InverseDynamicsLaw(ControlLaw):
         self.integral[:] = 0.0
         self._at_limit[:] = False
 
-    def _within(self, q, v, a, tau, lim, free) -> None:
-        """τ = M·a + h with a joint over its limit: such a joint gets its limit (as it would anyway: the chain clips
-        it) and the acceleration that torque gives it; the other joints keep their accelerations, and their torques
-        are worked out for the saturated joints' real motion. Joints join one at a time, the greatest excess first,
-        and one that its limit torque would drive beyond its own demand leaves again (a review's find: taken in all
-        at once, a wrist over its limit only through the coupling got its full limit torque and ran 100 rad/s² past
-        its position limit). Clipped one by one instead, the coupling torques the saturated joints no longer take are
-        missing, and the others move by them. A stop or a push beyond the limits: n + 3 RNEA calls, small solves."""
+    def _within(self, q, v, a, tau, lim, free, x, tau_free) -> None:
+        """τ = M·a + h + x (``x``: the friction feed-forward, less gravity where suppressed) where some joints' torques
+        are fixed: the torque-driven ones (``free``: ``tau_free``, what they are given) and those over their limit
+        (``lim``; None: none), which get their limit (as they would anyway: the chain clips it). The fixed joints get
+        the accelerations their torques give them; the others keep their accelerations, and their torques are worked
+        out for the fixed joints' real motion — clipped one by one instead, or with a torque-driven joint taken to
+        stand still (a = 0), the coupling torques of that motion are missing and the others move by them (fuzz runs'
+        finds: a saturated stop drove a wrist at rest 35 mrad past its limit; right_j3 driven by its torque threw
+        right_j4 6 mrad off its reference, the integral learnt it, and held through the brakes it pulled the stopped
+        wrist back 3.3 mrad). Joints reach their limits one at a time, the greatest excess first, and one that its
+        limit torque would drive beyond its own demand leaves again (a review's find: taken in all at once, a wrist
+        over its limit only through the coupling got its full limit torque and ran 100 rad/s² past its position
+        limit). An RNEA, a CRBA and small solves."""
         n = len(a)
-        h, M, col = self._h, self._M, self._col
-        zero = self._zero
-        self.rm.rnea(q, v, zero, out=h)  # Coriolis and gravity
-        self.rm.gravity(q, out=self._g0)
-        for j in range(n):  # the mass matrix, a column per unit acceleration
-            col[:] = 0.0
-            col[j] = 1.0
-            self.rm.rnea(q, zero, col, out=M[:, j])
-            M[:, j] -= self._g0
-        asked = self._asked
+        h, M = self._h, self._M
+        self.rm.rnea(q, v, self._zero, out=h)  # Coriolis and gravity
+        h += x
+        self.rm.mass_matrix(q, M)
+        asked, target = self._asked, self._target
         asked[:] = a
-        sat, side = self._sat, self._side  # the saturated joints, and the side of their limit (+1 / -1)
+        sat, side = self._sat, self._side  # the joints at their limits, and the side (+1 / -1)
         sat[:] = False
         side[:] = 0.0
-        for _ in range(4 * n):  # one joint in or out per pass (the greatest excess first): SNS-like, it converges
-            past = sat & (side * (a - asked) > 1e-12)  # saturated, yet driven beyond its own demand: let it go
+        np.copyto(target, tau_free)
+        fixed = self._fixed
+        saturated = False
+        for _ in range(4 * n + 1):  # one joint in or out per pass (the greatest excess first): SNS-like, it converges
+            np.logical_or(free, sat, out=fixed)
+            a[:] = asked
+            if fixed.any():
+                rest = ~fixed
+                a[fixed] = np.linalg.solve(M[np.ix_(fixed, fixed)],
+                                           target[fixed] - h[fixed] - M[np.ix_(fixed, rest)] @ asked[rest])
+            np.dot(M, a, out=tau)
+            tau += h
+            past = sat & (side * (a - asked) > 1e-12)  # at its limit, yet driven beyond its own demand: let it go
             if past.any():
                 k = int(np.argmax(np.where(past, side * (a - asked), -np.inf)))
                 sat[k], side[k] = False, 0.0
-            else:
-                ratio = np.where(free | sat, 0.0, np.abs(tau) / lim)
-                k = int(np.argmax(ratio))
-                if ratio[k] <= 1.0 + 1e-9:
-                    break
-                sat[k], side[k] = True, np.sign(tau[k])
-            rest = ~sat
-            a[:] = asked
-            if sat.any():
-                a[sat] = np.linalg.solve(M[np.ix_(sat, sat)],
-                                         side[sat] * lim[sat] - h[sat] - M[np.ix_(sat, rest)] @ asked[rest])
-            np.dot(M, a, out=tau)
-            tau += h
-        self.scaled += 1
+                continue
+            if lim is None:
+                break
+            ratio = np.where(fixed, 0.0, np.abs(tau) / lim)
+            k = int(np.argmax(ratio))
+            if ratio[k] <= 1.0 + 1e-9:
+                break
+            sat[k], side[k] = True, np.sign(tau[k])
+            target[k] = side[k] * lim[k]
+            saturated = True
+        self.scaled += saturated
 
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
         q, v, free = hw.position, hw.velocity, sp.torque_only
@@ -118,7 +130,9 @@ class InverseDynamicsLaw(ControlLaw):
             np.subtract(sp.q, q, out=e)
             learn = self._learn
             np.less_equal(np.abs(e), self._band, out=learn)
-            np.logical_or(learn, np.abs(v) <= REST_SPEED, out=learn)
+            np.subtract(sp.v, v, out=self._dv)
+            np.abs(self._dv, out=self._dv)
+            np.logical_or(learn, self._dv <= STEADY_SPEED, out=learn)
             learn &= ~self._at_limit
             e *= self.ki_dt
             e *= learn
@@ -136,14 +150,10 @@ class InverseDynamicsLaw(ControlLaw):
         if any_free:
             a[free] = 0.0
             self.integral[free] = 0.0
-        tau = cmd.effort
-        self.rm.rnea(q, v, a, out=tau)
-        lim = self.effort_limit
-        if lim is not None and np.any(np.abs(tau) > lim):
-            self._within(q, v, a, tau, lim, free)
-            self._at_limit[:] = self._sat
-        else:
-            self._at_limit[:] = False
+        # what the law adds to the rigid body's torque: the friction feed-forward, less gravity where it is suppressed
+        # (the torque limits hold for the sum: a saturated joint's limit leaves room for them)
+        x = self._x
+        x[:] = 0.0
         if self.friction:
             f = self._f
             np.multiply(sp.v, self._inv_vf, out=f)
@@ -152,12 +162,26 @@ class InverseDynamicsLaw(ControlLaw):
             f *= self.coulomb
             np.multiply(sp.v, self.viscous, out=e)
             f += e
-            tau += f
+            x += f
+        g = self.gravity
         if any_free or not sp.gravity:
-            g = self.gravity
             self.rm.gravity(q, out=g)
-            if any_free:
-                np.add(g, sp.tau, out=e)
-                tau[free] = e[free]
             if not sp.gravity:
-                tau -= g
+                x -= g
+        tau = cmd.effort
+        self.rm.rnea(q, v, a, out=tau)
+        tau += x
+        lim = self.effort_limit
+        over = lim is not None and bool(np.any(np.abs(tau) > lim))
+        if any_free:  # a torque-driven joint gets gravity compensation (unless suppressed) and the client's torque
+            tf = self._tau_free
+            np.add(sp.tau, g, out=tf) if sp.gravity else np.copyto(tf, sp.tau)
+            x[free] = 0.0  # (its own motion is the plant's: the rigid body's)
+            self._within(q, v, a, tau, lim, free, x, tf)
+            tau[free] = tf[free]
+        elif over:
+            self._within(q, v, a, tau, lim, free, x, self._zero)
+        if any_free or over:
+            np.logical_and(self._sat, ~free, out=self._at_limit)
+        else:
+            self._at_limit[:] = False

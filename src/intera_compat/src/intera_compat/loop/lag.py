@@ -15,11 +15,12 @@ once, when the trajectory starts (``path_peaks``: every segment's polynomial at 
 ``prepare``'s limit check does), and ``TrajectorySource`` keeps each cycle's path velocity and acceleration within
 the limits as well; a path planned at the limits gets no catch-up. Only what is lost while the trajectory runs at
 full speed counts: a new trajectory starts with what it came late by (``TrajectorySource.late``: its sender's
-stamp, the planning and the hop to the loop; at most ``LATE_MOST``), taken first off a hold it starts with
-(``skip_hold``), and none of what was lost before it; one that starts slowed, or while its sender, the backend or
-the operator slows it (a pause, the speed override), keeps no schedule: the lag is dropped. Nothing runs ahead without a trajectory. Not a jump: the
-position arm's controller held its last target through the gap (a step of the target by the time lost drove a
-review's arm at 1.85× the speed asked).
+stamp, the planning and the hop to the loop), taken first off a hold it starts with (``skip_hold``), and none of what
+was lost before it. Later than ``LATE_MOST`` is a clock mismatch between the sender and the robot (unsynchronised
+hosts, ``use_sim_time`` on one side only): such a trajectory starts when it comes. One that starts slowed, or while
+its sender, the backend or the operator slows it (a pause, the speed override), keeps no schedule: the lag is
+dropped. Nothing runs ahead without a trajectory. Not a jump: the position arm's controller held its last target
+through the gap (a step of the target by the time lost drove a review's arm at 1.85× the speed asked).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from ..data.state import Capability
 from ..trajectory.spline import path_peaks
 
 SKIPPED_MOST = 0.5  # s of skipped ticks a simulated arm on the wall clock counts at most (a link timeout's worth)
-LATE_MOST = 0.5  # s a trajectory that came late (its sender's stamp) starts behind at most
+LATE_MOST = 0.5  # s a trajectory that came late (its sender's stamp) starts behind at most (later: on arrival)
 PACE_MAX = 1.5  # the fastest a trajectory's time base runs to make up lost time (× its own)
 TAU = 0.25  # s: the time base runs 1 + lag / TAU (a 0.05 s lag: 1.2 ×), so that lost time decays with TAU
 MARGIN = 0.9  # of the joints' velocity and acceleration limits, the most the faster path may use
@@ -54,8 +55,8 @@ class LagCatchUp:
         running, full = driving is t and t.state == TRAJ_RUNNING, t.scaling * speed >= 1.0
         if running and t.traj_id != self._traj:  # a new trajectory: its own schedule, from the time its sender was
             self._traj, self._top = t.traj_id, self._peak_pace()  # late by (one that starts slowed keeps none) —
-            late = min(t.late, LATE_MOST) if full else 0.0  # first off a hold it starts with, as the SDK's server
-            b.lag = late - t.skip_hold(late)  # samples a goal at now − stamp (nothing moves: no speed-up)
+            late = t.late if full and t.late <= LATE_MOST else 0.0  # first off a hold it starts with, as the
+            b.lag = late - t.skip_hold(late)  # SDK's server samples at now − stamp (nothing moves: no speed-up)
             return 1.0
         if not running or not full:
             b.lag = 0.0

@@ -134,6 +134,15 @@ class RobotModel:
         tau = pin.rnea(self.model, self.data, self._q, self._v, self._a)
         return self.from_pin(tau, out)
 
+    def mass_matrix(self, q: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The joint-space inertia M(q) (composite rigid body algorithm), config order, into ``out``."""
+        self.to_pin(q, self._q)
+        M = pin.crba(self.model, self.data, self._q)  # (its upper triangle)
+        M = M[np.ix_(self.perm, self.perm)]
+        np.copyto(out, np.triu(M))
+        out += np.triu(M, 1).T
+        return out
+
     def gravity(self, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         self.to_pin(q, self._q)
         return self.from_pin(pin.computeGeneralizedGravity(self.model, self.data, self._q), out)

@@ -32,6 +32,7 @@ from intera_compat.msg import (ExecuteTrajectoryAction, ExecuteTrajectoryFeedbac
 from ..control.interaction import InteractionParams, refusal_without_force_sensing
 from ..data import codes as T
 from ..loop.client import TrajectoryClient, TrajectoryError
+from ..loop.lag import LATE_MOST
 from .interaction import pack_message
 
 WATCHDOG_PERIOD = 0.002  # s between keep-alive checks while goals run
@@ -109,6 +110,10 @@ class ExecuteTrajectoryServer:
                     self._interaction(goal.interaction)
                 due = goal.trajectory.header.stamp.to_sec()  # (0: on arrival)
                 late = rospy.get_time() - due if due > 0.0 else 0.0
+                if late > LATE_MOST:
+                    rospy.logwarn_throttle(10.0, f"ExecuteTrajectory goal stamped {late:.2f} s ago: the sender's "
+                                                 "clock is not the robot's (use_sim_time on one side only?); it "
+                                                 "starts now")
                 traj_id = self.client.execute(t, q, v, a, names, scaling, goal.tracking, kp, late)
                 gh.set_accepted()
                 g = _Goal(gh, gid, traj_id, timeout, time.monotonic(), scaling,
