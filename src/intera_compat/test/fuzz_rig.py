@@ -620,10 +620,14 @@ class FuzzRig:
             coast &= (cq - rv["last"]) * d < 0.0  # (until it no longer moves against d)
             if timeouts != rv["timeouts"]:
                 # the command timeout: the hold stops the reference from its motion then — a joint on its way back
-                # to the point its last command asked it to rest at first comes to rest, past it or not (30-min run
-                # on 18b2d83: 5.6 mrad past, the timeout striking at 0.8 rad/s on the way back)
+                # to the point its last command asked it to rest at may pass it by the hold's stopping distance from
+                # its speed then (30-min run on 18b2d83: 5.6 mrad past, the timeout striking at 0.8 rad/s on the way
+                # back; a review's find: excused as coasting instead, a hold running on back went unseen)
                 rv["timeouts"] = timeouts
-                coast |= (cq - rv["last"]) * d < 0.0
+                back_to = ((cq - rv["last"]) * d < 0.0) & np.isfinite(rv["rest_at"])
+                speed = np.abs(cq - rv["last"]) / DT
+                rv["stop_extra"] = np.where(back_to, speed ** 2 / (2.0 * AMAX[:NA]) + speed * AMAX[:NA] / JERK[:NA],
+                                            0.0)
         rv["last"] = cq.copy()
         # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
         tracked = ~self.c.sp.torque_only[:NA]
@@ -651,7 +655,7 @@ class FuzzRig:
             # jerk-limited shaping that brings it there from speed may pass it by RETURN_OVERSHOOT of the way back
             # (30-min run on 915b2e1: 0.6 mrad past, after 0.19 rad back)
             to_rest = np.nan_to_num((ext - rv["rest_at"]) * d, nan=0.0)
-            tl = np.maximum(to_rest * (1.0 + RETURN_OVERSHOOT), 0.0) + REVERSE_SLACK + slack
+            tl = np.maximum(to_rest * (1.0 + RETURN_OVERSHOOT), 0.0) + REVERSE_SLACK + slack + rv.get("stop_extra", 0.0)
             bad = tracked & (back > tl)
             if bad.any():
                 j = int(np.argmax(bad))

@@ -609,12 +609,13 @@ def test_a_command_timeout_on_the_way_back_to_a_streams_resting_point_stops_the_
     assert abs(rig.s.velocity[2]) < 1e-3
 
 
-def test_a_joint_driven_by_its_torque_does_not_throw_its_tracked_neighbour_off_for_the_integral_to_learn():
+def test_the_integral_learns_nothing_from_a_torque_driven_joints_coupling_for_the_brakes_to_spring_back():
     """A TORQUE_MODE stream drives right_j3 alone; the law took it to stand still (a = 0), so its real motion's
     coupling threw right_j4 6 mrad off its moving reference, the integral learnt that to its clamp, and held through
     the E-stop latch's brakes it pulled the stopped wrist back 3.3 mrad (the suite's fuzz, on 18b2d83:
-    ``springback``). The law now works the tracked joints' torques out for the acceleration a torque-driven joint's
-    torque gives it (InverseDynamicsLaw._within)."""
+    ``springback``). The integral learns nothing while a joint is torque-driven (a review found that working the
+    tracked joints' torques out for the motion the client's torque alone would give — the torque guard shapes it
+    after the law — pushed them 384 mrad off)."""
     from fuzz_rig import FuzzRig
     rig = FuzzRig(table=True)
     rig.start_stream(TORQUE_MODE, [2.272579], None, ["right_j3"])

@@ -306,10 +306,11 @@ def test_position_only_backend_gets_positions_and_refuses_torque_mode():
 
 
 def test_the_integral_learns_standing_errors_and_neither_transients_nor_a_saturated_joint_nor_under_the_brakes():
-    """The law's anti-windup (a fuzz run's find: a transient wound the integral to its clamp and, held through the
-    brakes, it pulled a stopped wrist back 3.3 mrad): small errors and errors that stand (the joint follows its
-    reference's velocity: a load, a contact) are learnt; a large error still changing, a joint at its torque limit,
-    and anything while ``freeze`` (the brakes' stop) is on, are not."""
+    """The law's anti-windup (fuzz runs' finds: a transient, and a torque-driven neighbour's coupling, wound the
+    integral to its clamp and, held through the brakes, it pulled a stopped wrist back 3.3 mrad): small errors and
+    errors that stand (the joint follows its reference's velocity: a load, a contact) are learnt; a large error still
+    changing, a joint at its torque limit, and anything while ``freeze`` (the brakes' stop) is on or a joint is
+    torque-driven, are not."""
     cfg = load_config()
     rm = RobotModel(cfg)
     c = cfg.control
@@ -321,20 +322,24 @@ def test_the_integral_learns_standing_errors_and_neither_transients_nor_a_satura
     sp.q[:] = hw.position
     cmd = HardwareCommand.zeros(n)
 
-    def learnt(error, speed, freeze=False, j=5):
+    def learnt(error, speed, asked=0.0, freeze=False, driven=False, j=5):
         law.reset()
         sp.q[j] = hw.position[j] + error
-        hw.velocity[j] = speed
+        hw.velocity[j], sp.v[j] = speed, asked
         law.freeze = freeze
+        sp.torque_only[2] = driven
         for _ in range(3):
             law.compute(hw, sp, cmd)
-        law.freeze = False
-        sp.q[j], hw.velocity[j] = hw.position[j], 0.0
+        law.freeze = sp.torque_only[2] = False
+        sp.q[j], hw.velocity[j], sp.v[j] = hw.position[j], 0.0, 0.0
         return law.integral[j]
     assert learnt(0.003, 0.5) > 0.0  # small: learnt, moving or not
     assert learnt(0.03, 0.0) > 0.0  # large but standing
+    assert learnt(0.03, 0.5, asked=0.5) > 0.0  # large, on the move, and following its reference's velocity
     assert learnt(0.03, 0.5) == 0.0  # large and changing: a transient
+    assert learnt(0.03, 0.0, asked=0.5) == 0.0  # (held back while its reference moves on)
     assert learnt(0.003, 0.0, freeze=True) == 0.0  # the brakes' stop
+    assert learnt(0.003, 0.0, driven=True) == 0.0  # right_j2 torque-driven: its motion's coupling is no model error
     law.effort_limit = np.full(n, 0.01)  # (every joint at its limit after the first cycle)
     assert learnt(0.003, 0.0) == pytest.approx(law.ki_dt[5] * 0.003)  # (the first cycle's only)
 

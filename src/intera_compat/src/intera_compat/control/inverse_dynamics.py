@@ -6,12 +6,15 @@
 Gains are per joint in acceleration units (1/s², 1/s, 1/s³), so the same numbers suit heavy
 shoulder and light wrist joints. The integral (clamped) removes friction-induced offset so
 position commands settle far inside Intera's 0.5° tolerance. It learns only model errors (anti-windup, as an
-industrial servo's conditional integration): a moving joint whose proportional term alone exceeds the integral's
-authority (|kp e| > integral_limit) while its error still changes (|v_d − v| > ``STEADY_SPEED``: a transient, a
-coupling the feedback is still taking out), or a joint whose torque was at its limit last cycle, does not integrate;
-a joint that follows its reference's velocity does, whatever its error (a load, a contact it is held against, a
-push that lasts: the standing error the integral is there for, at rest or on the move). Wound up by a 45 mrad transient, the integral sat at its clamp, and held
-through the brakes (``freeze``) it pulled a stopped wrist back 3 mrad (a fuzz run's find, springback). The friction feed-forward (viscous ``b``,
+industrial servo's conditional integration): a joint learns an error within the integral's own authority
+(|kp e| ≤ integral_limit), and a larger one only while it follows its reference's velocity (|v_d − v| ≤
+``STEADY_SPEED``: a load, a contact it is held against, a push that lasts — at rest or on the move); a joint whose
+torque was at its limit last cycle learns nothing, and nothing is learnt (the integral keeps its value) while the
+brakes stop the arm (``freeze``) or while a joint is torque-driven (``torque_only``: the law takes such a joint to
+stand still, and the coupling of its real motion, which the torque guard shapes after the law, is no model error).
+Fuzz runs' finds: wound up by a 47 mrad transient, and by the coupling of right_j3 driven by its torque, the
+integral sat at its clamp, and held through the brakes it pulled a stopped wrist back 3.3 mrad. The friction
+feed-forward (viscous ``b``,
 Coulomb ``f_c`` smoothed over ``v_ε``, on the desired velocity so measurement noise does not reach
 it) takes the velocity-dependent share off the feedback, which is what keeps light wrist joints on
 a fast trajectory. Joints flagged ``torque_only``
@@ -63,7 +66,6 @@ class InverseDynamicsLaw(ControlLaw):
         self._band = self.ilim / np.maximum(self.kp, 1e-9)  # rad: the errors the integral learns from
         self._learn = np.zeros(n, dtype=bool)
         self._x = np.zeros(n)
-        self._tau_free, self._target, self._fixed = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
         self._dv = np.zeros(n)
         self._at_limit = np.zeros(n, dtype=bool)  # last cycle: the joint's torque at its limit (no integration)
         self.scaled = 0  # cycles with a joint's torque at its limit (the others' worked out for its real motion)
@@ -72,61 +74,52 @@ class InverseDynamicsLaw(ControlLaw):
         self.integral[:] = 0.0
         self._at_limit[:] = False
 
-    def _within(self, q, v, a, tau, lim, free, x, tau_free) -> None:
-        """τ = M·a + h + x (``x``: the friction feed-forward, less gravity where suppressed) where some joints' torques
-        are fixed: the torque-driven ones (``free``: ``tau_free``, what they are given) and those over their limit
-        (``lim``; None: none), which get their limit (as they would anyway: the chain clips it). The fixed joints get
-        the accelerations their torques give them; the others keep their accelerations, and their torques are worked
-        out for the fixed joints' real motion — clipped one by one instead, or with a torque-driven joint taken to
-        stand still (a = 0), the coupling torques of that motion are missing and the others move by them (fuzz runs'
-        finds: a saturated stop drove a wrist at rest 35 mrad past its limit; right_j3 driven by its torque threw
-        right_j4 6 mrad off its reference, the integral learnt it, and held through the brakes it pulled the stopped
-        wrist back 3.3 mrad). Joints reach their limits one at a time, the greatest excess first, and one that its
-        limit torque would drive beyond its own demand leaves again (a review's find: taken in all at once, a wrist
-        over its limit only through the coupling got its full limit torque and ran 100 rad/s² past its position
-        limit). An RNEA, a CRBA and small solves."""
+    def _within(self, q, v, a, tau, lim, free, x) -> None:
+        """τ = M·a + h + x (``x``: the friction feed-forward, less gravity where suppressed) with a joint over its
+        limit: such a joint gets its limit (as it would anyway: the chain clips it) and the acceleration that torque
+        gives it; the other joints keep their accelerations, and their torques are worked out for the saturated
+        joints' real motion. Joints join one at a time, the greatest excess first, and one that its limit torque would
+        drive beyond its own demand leaves again (a review's find: taken in all at once, a wrist over its limit only
+        through the coupling got its full limit torque and ran 100 rad/s² past its position limit). Clipped one by
+        one instead, the coupling torques the saturated joints no longer take are missing, and the others move by them
+        (a fuzz run's find: a saturated stop drove a wrist at rest 35 mrad past its limit). Torque-driven joints
+        (``free``) are not among them: the torque guard changes their torques after the law (speed cap, soft limits),
+        and a coupling worked out for the motion their client's torque alone would give pushed a review's tracked
+        joints 384 mrad off. An RNEA, a CRBA and small solves."""
         n = len(a)
         h, M = self._h, self._M
         self.rm.rnea(q, v, self._zero, out=h)  # Coriolis and gravity
         h += x
         self.rm.mass_matrix(q, M)
-        asked, target = self._asked, self._target
+        asked = self._asked
         asked[:] = a
         sat, side = self._sat, self._side  # the joints at their limits, and the side (+1 / -1)
         sat[:] = False
         side[:] = 0.0
-        np.copyto(target, tau_free)
-        fixed = self._fixed
-        saturated = False
-        for _ in range(4 * n + 1):  # one joint in or out per pass (the greatest excess first): SNS-like, it converges
-            np.logical_or(free, sat, out=fixed)
-            a[:] = asked
-            if fixed.any():
-                rest = ~fixed
-                a[fixed] = np.linalg.solve(M[np.ix_(fixed, fixed)],
-                                           target[fixed] - h[fixed] - M[np.ix_(fixed, rest)] @ asked[rest])
-            np.dot(M, a, out=tau)
-            tau += h
+        for _ in range(4 * n):  # one joint in or out per pass (the greatest excess first): SNS-like, it converges
             past = sat & (side * (a - asked) > 1e-12)  # at its limit, yet driven beyond its own demand: let it go
             if past.any():
                 k = int(np.argmax(np.where(past, side * (a - asked), -np.inf)))
                 sat[k], side[k] = False, 0.0
-                continue
-            if lim is None:
-                break
-            ratio = np.where(fixed, 0.0, np.abs(tau) / lim)
-            k = int(np.argmax(ratio))
-            if ratio[k] <= 1.0 + 1e-9:
-                break
-            sat[k], side[k] = True, np.sign(tau[k])
-            target[k] = side[k] * lim[k]
-            saturated = True
-        self.scaled += saturated
+            else:
+                ratio = np.where(free | sat, 0.0, np.abs(tau) / lim)
+                k = int(np.argmax(ratio))
+                if ratio[k] <= 1.0 + 1e-9:
+                    break
+                sat[k], side[k] = True, np.sign(tau[k])
+            rest = ~sat
+            a[:] = asked
+            if sat.any():
+                a[sat] = np.linalg.solve(M[np.ix_(sat, sat)],
+                                         side[sat] * lim[sat] - h[sat] - M[np.ix_(sat, rest)] @ asked[rest])
+            np.dot(M, a, out=tau)
+            tau += h
+        self.scaled += 1
 
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
         q, v, free = hw.position, hw.velocity, sp.torque_only
         e, a = self._e, self.a_cmd
-        if not self.freeze:
+        if not (self.freeze or np.any(free)):  # (the brakes' stop, a torque-driven joint's motion: no model error)
             np.subtract(sp.q, q, out=e)
             learn = self._learn
             np.less_equal(np.abs(e), self._band, out=learn)
@@ -172,16 +165,11 @@ class InverseDynamicsLaw(ControlLaw):
         self.rm.rnea(q, v, a, out=tau)
         tau += x
         lim = self.effort_limit
-        over = lim is not None and bool(np.any(np.abs(tau) > lim))
-        if any_free:  # a torque-driven joint gets gravity compensation (unless suppressed) and the client's torque
-            tf = self._tau_free
-            np.add(sp.tau, g, out=tf) if sp.gravity else np.copyto(tf, sp.tau)
-            x[free] = 0.0  # (its own motion is the plant's: the rigid body's)
-            self._within(q, v, a, tau, lim, free, x, tf)
-            tau[free] = tf[free]
-        elif over:
-            self._within(q, v, a, tau, lim, free, x, self._zero)
-        if any_free or over:
-            np.logical_and(self._sat, ~free, out=self._at_limit)
+        if lim is not None and np.any(np.abs(tau) > lim):
+            self._within(q, v, a, tau, lim, free, x)
+            self._at_limit[:] = self._sat
         else:
             self._at_limit[:] = False
+        if any_free:  # a torque-driven joint gets gravity compensation (unless suppressed) and the client's torque
+            np.add(sp.tau, g, out=e) if sp.gravity else np.copyto(e, sp.tau)
+            tau[free] = e[free]

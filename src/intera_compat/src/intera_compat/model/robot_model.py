@@ -138,9 +138,11 @@ class RobotModel:
         """The joint-space inertia M(q) (composite rigid body algorithm), config order, into ``out``."""
         self.to_pin(q, self._q)
         M = pin.crba(self.model, self.data, self._q)  # (its upper triangle)
-        M = M[np.ix_(self.perm, self.perm)]
-        np.copyto(out, np.triu(M))
-        out += np.triu(M, 1).T
+        if not hasattr(self, "_lower"):
+            self._lower = np.tril_indices(M.shape[0], -1)
+            self._mix = np.ix_(self.perm, self.perm)
+        M[self._lower] = M.T[self._lower]
+        out[:] = M[self._mix]
         return out
 
     def gravity(self, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
