@@ -110,6 +110,18 @@ TABLE = CFG.scene_obstacles("table")
 LINKS, FIXED = pushable_links(RobotModel(CFG))
 
 
+def _stopping(v: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """How far a jerk-limited stop (``JERK``, ``AMAX``) from velocity ``v`` and acceleration ``a`` runs on (rad, per
+    joint): the acceleration ramps to braking at AMAX, then it brakes to rest (the reversal rule allows 25 % more:
+    the hold's stop ramp starts a cycle late and brakes more gently at its end)."""
+    speed = np.abs(v)
+    along = np.clip(np.where(speed > 0.0, a * np.sign(v), 0.0), -AMAX[:NA], AMAX[:NA])  # (speeding up: > 0)
+    t1 = (along + AMAX[:NA]) / JERK[:NA]
+    ramp = speed * t1 + along * t1 ** 2 / 2.0 - JERK[:NA] * t1 ** 3 / 6.0
+    v1 = np.maximum(speed + along * t1 - JERK[:NA] * t1 ** 2 / 2.0, 0.0)
+    return np.maximum(ramp, 0.0) + v1 ** 2 / (2.0 * AMAX[:NA])
+
+
 class Violation(AssertionError):
     """An invariant broken: ``name``, the loop time, what."""
 
@@ -443,7 +455,8 @@ class FuzzRig:
 
     def _snapshot(self) -> None:
         s = self.s
-        self.prev = {"cmd_q": s.cmd_position.copy(), "commands": s.commands[0],
+        self.prev = {"cmd_q": s.cmd_position.copy(), "cmd_v": s.cmd_velocity[:NA].copy(),
+                     "cmd_a": s.cmd_acceleration[:NA].copy(), "commands": s.commands[0],
                      "robot": (s.enabled[0], s.stopped[0], s.error[0])}
         c = self.c
         self.range_excess[0] = np.maximum(c.upper - HI, 0.0)
@@ -625,9 +638,9 @@ class FuzzRig:
                 # back; a review's find: excused as coasting instead, a hold running on back went unseen)
                 rv["timeouts"] = timeouts
                 back_to = ((cq - rv["last"]) * d < 0.0) & np.isfinite(rv["rest_at"])
-                speed = np.abs(cq - rv["last"]) / DT
-                rv["stop_extra"] = np.where(back_to, speed ** 2 / (2.0 * AMAX[:NA]) + speed * AMAX[:NA] / JERK[:NA],
-                                            0.0)
+                v0, a0 = self.prev["cmd_v"], self.prev["cmd_a"]  # (the reference as the stream left it)
+                remaining = np.maximum(np.nan_to_num((rv["last"] - rv["rest_at"]) * d, nan=0.0), 0.0)
+                rv["stop_extra"] = np.where(back_to, np.maximum(1.25 * _stopping(v0, a0) - remaining, 0.0), 0.0)
         rv["last"] = cq.copy()
         # (a joint interaction control drives is moved by its force, and its reference follows the arm: not checked)
         tracked = ~self.c.sp.torque_only[:NA]

@@ -339,7 +339,10 @@ def test_the_integral_learns_standing_errors_and_neither_transients_nor_a_satura
     assert learnt(0.03, 0.5) == 0.0  # large and changing: a transient
     assert learnt(0.03, 0.0, asked=0.5) == 0.0  # (held back while its reference moves on)
     assert learnt(0.003, 0.0, freeze=True) == 0.0  # the brakes' stop
-    assert learnt(0.003, 0.0, driven=True) == 0.0  # right_j2 torque-driven: its motion's coupling is no model error
+    hw.velocity[2] = 0.5
+    assert learnt(0.003, 0.0, driven=True) == 0.0  # right_j2 torque-driven, moving: its coupling is no model error
+    hw.velocity[2] = 0.0
+    assert learnt(0.003, 0.0, driven=True) > 0.0  # (held at rest by its client's torque: the others learn on)
     law.effort_limit = np.full(n, 0.01)  # (every joint at its limit after the first cycle)
     assert learnt(0.003, 0.0) == pytest.approx(law.ki_dt[5] * 0.003)  # (the first cycle's only)
 

@@ -10,8 +10,9 @@ industrial servo's conditional integration): a joint learns an error within the 
 (|kp e| ≤ integral_limit), and a larger one only while it follows its reference's velocity (|v_d − v| ≤
 ``STEADY_SPEED``: a load, a contact it is held against, a push that lasts — at rest or on the move); a joint whose
 torque was at its limit last cycle learns nothing, and nothing is learnt (the integral keeps its value) while the
-brakes stop the arm (``freeze``) or while a joint is torque-driven (``torque_only``: the law takes such a joint to
-stand still, and the coupling of its real motion, which the torque guard shapes after the law, is no model error).
+brakes stop the arm (``freeze``) or while a torque-driven joint (``torque_only``) moves: the law takes such a joint
+to stand still, and the coupling of its real motion, which the torque guard shapes after the law, is no model error
+(one held at rest by its client's torque leaves the others learning: a load that comes or goes meanwhile).
 Fuzz runs' finds: wound up by a 47 mrad transient, and by the coupling of right_j3 driven by its torque, the
 integral sat at its clamp, and held through the brakes it pulled a stopped wrist back 3.3 mrad. The friction
 feed-forward (viscous ``b``,
@@ -119,7 +120,8 @@ class InverseDynamicsLaw(ControlLaw):
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
         q, v, free = hw.position, hw.velocity, sp.torque_only
         e, a = self._e, self.a_cmd
-        if not (self.freeze or np.any(free)):  # (the brakes' stop, a torque-driven joint's motion: no model error)
+        # (the brakes' stop, a torque-driven joint's motion: no model error)
+        if not self.freeze and not (np.any(free) and np.any(np.abs(v[free]) > STEADY_SPEED)):
             np.subtract(sp.q, q, out=e)
             learn = self._learn
             np.less_equal(np.abs(e), self._band, out=learn)

@@ -67,6 +67,7 @@ class RobotModel:
         self.perm = np.array([self.model.joints[self.model.getJointId(j)].idx_q for j in self.joint_names])
         self.model.armature[self.perm] = cfg.armature  # rotor inertia: RNEA/CRBA include it
         self._q = np.zeros(self.model.nq)
+        self._Mrows = np.zeros((len(self.perm), self.model.nv))
         self._v = np.zeros(self.model.nv)
         self._a = np.zeros(self.model.nv)
         self.avoidance_urdf = inflate_urdf_collisions(self.urdf, cfg.avoidance_margin)
@@ -137,12 +138,9 @@ class RobotModel:
     def mass_matrix(self, q: np.ndarray, out: np.ndarray) -> np.ndarray:
         """The joint-space inertia M(q) (composite rigid body algorithm), config order, into ``out``."""
         self.to_pin(q, self._q)
-        M = pin.crba(self.model, self.data, self._q)  # (its upper triangle)
-        if not hasattr(self, "_lower"):
-            self._lower = np.tril_indices(M.shape[0], -1)
-            self._mix = np.ix_(self.perm, self.perm)
-        M[self._lower] = M.T[self._lower]
-        out[:] = M[self._mix]
+        M = pin.crba(self.model, self.data, self._q)  # (a symmetric copy: pinocchio's Python binding fills it whole)
+        np.take(M, self.perm, axis=0, out=self._Mrows)
+        np.take(self._Mrows, self.perm, axis=1, out=out)
         return out
 
     def gravity(self, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
