@@ -68,6 +68,7 @@ class InverseDynamicsLaw(ControlLaw):
         self._learn = np.zeros(n, dtype=bool)
         self._x = np.zeros(n)
         self._dv = np.zeros(n)
+        self._steady = np.zeros(n, dtype=bool)
         self._at_limit = np.zeros(n, dtype=bool)  # last cycle: the joint's torque at its limit (no integration)
         self.scaled = 0  # cycles with a joint's torque at its limit (the others' worked out for its real motion)
 
@@ -120,15 +121,22 @@ class InverseDynamicsLaw(ControlLaw):
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
         q, v, free = hw.position, hw.velocity, sp.torque_only
         e, a = self._e, self.a_cmd
-        # (the brakes' stop, a torque-driven joint's motion: no model error)
-        if not self.freeze and not (np.any(free) and np.any(np.abs(v[free]) > STEADY_SPEED)):
+        learn, dv = self._learn, self._dv
+        driven_moving = False  # (the brakes' stop, a torque-driven joint's motion: no model error)
+        if not self.freeze and np.count_nonzero(free):
+            np.abs(v, out=dv)
+            np.greater(dv, STEADY_SPEED, out=learn)
+            learn &= free
+            driven_moving = bool(learn.any())
+        if not (self.freeze or driven_moving):
             np.subtract(sp.q, q, out=e)
-            learn = self._learn
-            np.less_equal(np.abs(e), self._band, out=learn)
-            np.subtract(sp.v, v, out=self._dv)
-            np.abs(self._dv, out=self._dv)
-            np.logical_or(learn, self._dv <= STEADY_SPEED, out=learn)
-            learn &= ~self._at_limit
+            np.abs(e, out=dv)
+            np.less_equal(dv, self._band, out=learn)
+            np.subtract(sp.v, v, out=dv)
+            np.abs(dv, out=dv)
+            np.less_equal(dv, STEADY_SPEED, out=self._steady)
+            learn |= self._steady
+            np.greater(learn, self._at_limit, out=learn)  # (and not at its limit)
             e *= self.ki_dt
             e *= learn
             self.integral += e
