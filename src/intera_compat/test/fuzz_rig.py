@@ -24,8 +24,8 @@ Invariants (``Violation`` names the first one broken, the cycle and the joint):
   (a JointCommand the loop counts while the robot is active and no latch or zero-G holds it, a whole trajectory that
   starts, an interaction command, for the head a head command) — except that interaction control on at a cuff
   release resumes by itself (docs/interaction.md), and may move the arm (a force axis). While the E-stop latch, a
-  collision hold or the brakes hold, the arm is at rest whatever was commanded. Pushes and zero-G move the arm from
-  outside: the clock restarts when they end;
+  collision hold or the brakes hold, the arm is at rest whatever was commanded. Pushes, zero-G and the avoidance's
+  repulsion move the arm from outside: the clock restarts when they end;
 * ``reversal``: after the last command of a VELOCITY or TRAJECTORY stream, no joint's reference runs back against
   its direction of motion (beyond ``REVERSE_SLACK``: a stop never runs back, however hard the reference was
   braking — a jerk-limited stop from braking at the acceleration limit ran back 13 mrad on the Sawyer's base before
@@ -513,6 +513,10 @@ class FuzzRig:
             self.spring = {"dir": np.where(moving, np.sign(v[:NA]), 0.0), "far": q[:NA].copy()} if moving.any() \
                 else None
         self.braked_was = braked
+        if c.avoidance is not None and c.avoidance.repelling > 0:
+            # the avoidance's repulsion pushes the arm out of a self-collision zone (after a bypass ends, say): a
+            # push from outside the position loop (30-min run on 9cda3ea: 'rest', 0.09 rad/s as the bypass ended)
+            self.push_until = max(self.push_until, self.now)
         if self.now < self.push_until + SETTLE or self.squeezed:
             self.quiet_since = self.now  # moved from outside: the rest clock restarts after
             self.rest_q = None

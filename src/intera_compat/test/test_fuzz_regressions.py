@@ -639,3 +639,35 @@ def test_the_integral_learns_nothing_from_a_torque_driven_joints_coupling_for_th
     rig.step(243)
     rig.estop(False)
     rig.run(2.0)  # (raises the Violation an invariant finds: springback among them)
+
+
+def test_the_avoidance_resuming_as_a_bypass_ends_pushes_a_resting_arm_out_of_its_zone_and_no_further():
+    """A bypass let the arm rest inside the self-collision avoidance's zone; when it ended, the repulsion pushed the
+    arm out at 0.09 rad/s (30-min run on 9cda3ea: ``rest`` — the rig now takes the repulsion for a push from outside,
+    as the reversal rule did). The push is small, ends at rest, and nothing else moves."""
+    from fuzz_rig import FuzzRig
+    rig = FuzzRig(table=False)
+    rig.start_stream(POSITION_MODE, [-0.399797, -1.262767, 3.212963, 0.135697, 0.57, 3.3161], None,
+                     ["right_j0", "right_j1", "right_j3", "right_j4", "right_j5", "right_j6"])
+    rig.step(25)
+    rig.estop(True)
+    rig.step(158)
+    rig.estop(False)
+    rig.run(1.0)
+    rig.scale(0.0)
+    rig.step(256)
+    rig.bypass(60.0)
+    rig.step(202)
+    rig.profile([-0.015219, -0.0, -0.007265], 0, 0, 1, [1.521902, 0.0, 0.726469], False, 1,
+                ["right_j0", "right_j1", "right_j2"])
+    rig.run(0.02)
+    rig.step(19)
+    rig.run(2.0)
+    rig.reset()
+    rig.step(1)
+    q0 = rig.s.position[:7].copy()
+    rig.bypass(0.0)
+    rig.step(2)
+    rig.run(3.0)  # (raises the Violation an invariant finds)
+    assert rig.c.avoidance.repelling > 0  # (pushed: still in the zone's margin, held there against the law)
+    assert np.abs(rig.s.position[:7] - q0).max() < 0.05 and np.abs(rig.s.velocity[:7]).max() < 1e-3  # (35 mrad)
