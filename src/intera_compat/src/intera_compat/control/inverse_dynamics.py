@@ -122,8 +122,9 @@ class InverseDynamicsLaw(ControlLaw):
         q, v, free = hw.position, hw.velocity, sp.torque_only
         e, a = self._e, self.a_cmd
         learn, dv = self._learn, self._dv
+        any_free = np.count_nonzero(free) > 0
         driven_moving = False  # (the brakes' stop, a torque-driven joint's motion: no model error)
-        if not self.freeze and np.count_nonzero(free):
+        if not self.freeze and any_free:
             np.abs(v, out=dv)
             np.greater(dv, STEADY_SPEED, out=learn)
             learn &= free
@@ -149,7 +150,6 @@ class InverseDynamicsLaw(ControlLaw):
         a += e
         a += sp.a
         a += self.integral
-        any_free = np.count_nonzero(free) > 0
         if any_free:
             a[free] = 0.0
             self.integral[free] = 0.0

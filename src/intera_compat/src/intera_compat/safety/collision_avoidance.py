@@ -55,8 +55,8 @@ def _reach_bound(model: pin.Model, joint: int, obj) -> float:
     return r
 
 
-
 LIMIT_BAND = 0.02  # rad inside a position limit where the repulsion pushes a joint no further out
+
 
 class PairDistances:
     """Signed distances of a geometry model's pairs, exact where they may be below ``near``.
