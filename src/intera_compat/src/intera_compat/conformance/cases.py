@@ -227,16 +227,24 @@ def joint_position_keyboard(ctx: Ctx) -> str:
     ctx.printed(kb, "Press ? for help")
     ctx.heard(kb, "/sdk_joint_position_keyboard", "/robot/limb/right/joint_command")
     j0 = ctx.q()[0]
-    kb.key("1")  # right_j0 +0.1 rad
+    name = ctx.info.joints[0]
+
+    def said(what: str):  # (the script prints each key it read: its effect follows)
+        seen = kb.output().count(what)
+        return lambda: kb.output().count(what) > seen
+    if not kb.press("1", said(f"{name} increase")):  # right_j0 +0.1 rad
+        raise CaseFailed(f"key '1' was never read\n{kb.tail()}")
     if not ctx.wait_until(lambda: ctx.q()[0] > j0 + 0.08, 10.0):
-        raise CaseFailed(f"key '1': {ctx.info.joints[0]} moved {ctx.q()[0] - j0:+.3f} rad, not +0.1\n{kb.tail()}")
+        raise CaseFailed(f"key '1': {name} moved {ctx.q()[0] - j0:+.3f} rad, not +0.1\n{kb.tail()}")
     up = ctx.q()[0]
-    kb.key("q")  # right_j0 -0.1 rad from where it is
+    if not kb.press("q", said(f"{name} decrease")):  # right_j0 -0.1 rad from where it is
+        raise CaseFailed(f"key 'q' was never read\n{kb.tail()}")
     if not ctx.wait_until(lambda: ctx.q()[0] < up - 0.08, 10.0):
-        raise CaseFailed(f"key 'q': {ctx.info.joints[0]} moved {ctx.q()[0] - up:+.3f} rad, not -0.1\n{kb.tail()}")
-    kb.key("?")
-    ctx.printed(kb, "key bindings")
-    kb.key("\x1b")
+        raise CaseFailed(f"key 'q': {name} moved {ctx.q()[0] - up:+.3f} rad, not -0.1\n{kb.tail()}")
+    if not kb.press("?", said("key bindings")):
+        raise CaseFailed(f"'?' printed no key bindings\n{kb.tail()}")
+    if not kb.press("\x1b", lambda: not kb.running()):
+        raise CaseFailed(f"Esc did not end it\n{kb.tail()}")
     ctx.ended(kb, 20.0)
     return f"'1' turned {ctx.info.joints[0]} +{up - j0:.3f} rad, 'q' back; '?' helped, Esc ended it"
 

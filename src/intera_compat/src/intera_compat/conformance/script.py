@@ -55,6 +55,25 @@ class Script:
         """Types ``k`` on the script's terminal."""
         os.write(self._master, k.encode())
 
+    def press(self, k: str, took, wall: float = 60.0, again: float = 2.0) -> bool:
+        """Types ``k`` until ``took()`` (its effect: a line printed, the script ended); True once it did, False after
+        ``wall`` s (a failure guard). Typed again after ``again`` s without it: the SDK's ``getch`` sets the terminal
+        raw for each read with ``TCSAFLUSH`` and restores it after, so a key typed between two reads is thrown away
+        (a person presses it again, and so does this; a key that was read printed its effect, so no key is
+        taken twice)."""
+        end = time.monotonic() + wall
+        while time.monotonic() < end:
+            try:
+                self.key(k)
+            except OSError:  # (the script has gone: its terminal with it)
+                break
+            retry = min(end, time.monotonic() + again)
+            while time.monotonic() < retry:
+                if took():
+                    return True
+                time.sleep(0.02)
+        return bool(took())
+
     def running(self) -> bool:
         return self.proc.poll() is None
 
