@@ -11,7 +11,7 @@ import pytest
 from intera_compat.config import load_config
 from intera_compat.data.shm import SeqlockRecord
 from intera_compat.hardware.command_watchdog import IDLE, REPEAT, STOP, CommandWatchdog
-from intera_compat.hardware.ros_control import RosControlBackend, RosControlSettings, in_layout, out_layout
+from intera_compat.hardware.ros_control import LAST_WORD, RosControlBackend, RosControlSettings, in_layout, out_layout
 from intera_compat.model.robot_model import RobotModel
 
 CFG = load_config()
@@ -174,7 +174,9 @@ def test_the_loops_last_word_to_the_bridge_is_a_stop(bridge):
     assert pokes == 1 and o.command[0] == 1 and o.velocity[0] == 0.3 and o.effort[0] == 5.0
     b.close()  # (the loop process ends: any way but SIGKILL)
     pokes, o = bridge.received()
-    assert pokes == 1 and o.command[0] == 2 and o.send[0] == 1.0  # a new command, poked: the bridge sends it
+    # a new command, poked, marked as the last (the bridge sends it and, on an effort arm, holds from it at once:
+    # not at the pipe's EOF, which a loaded machine sees tens of ms later while the arm coasts on)
+    assert pokes == 1 and o.command[0] == 2 and o.send[0] == LAST_WORD
     # the field the bridge sends is a stop: zero velocity, gravity compensation at the arm's pose (the last joint
     # states': zero effort would let an effort arm fall), the position it holds already
     assert not o.velocity.any()

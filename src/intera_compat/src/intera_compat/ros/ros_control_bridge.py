@@ -11,8 +11,9 @@ its end of the command pipe closes (the loop process exited, or was killed: the 
 end once the loop runs), it falls silent for ``silence`` after a moving command (hung), or the node shuts down
 (``close``: after the loop's own last word). A velocity arm gets zeros. An effort arm would fall on zeros: it is
 held (``hold_stream.py``: gravity compensation and a damped spring at the pose where the commands stopped, one
-torque per joint-state sample, zero effort only when the samples are stale or missing) until the loop's commands
-come back or the node shuts down; then, once the arm rests, gravity compensation at its pose is the last word.
+torque per joint-state sample, zero effort only when the samples are stale or missing; after an orderly end from
+the loop's last word on, not its EOF) until the loop's commands come back or the node shuts down; then, once the
+arm rests, gravity compensation at its pose is the last word.
 A position controller holds its last position: nothing is sent.
 
 Callbacks only copy: the joint-name → index map is built once per distinct name list.
@@ -32,7 +33,7 @@ from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 from ..data.faults import FAULT_CONTROLLER_ERROR
 from ..data.shm import SeqlockRecord
 from ..data.state import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE
-from ..hardware.ros_control import JointStateMap, RosControlSettings, in_layout, out_layout, traj_layout
+from ..hardware.ros_control import LAST_WORD, JointStateMap, RosControlSettings, in_layout, out_layout, traj_layout
 from ..model.robot_model import RobotModel
 from .hold_stream import HoldStream
 
@@ -174,6 +175,10 @@ class RosControlBridge:
             self.pub.publish(self.msg)
             self._moving = zeroed and any(self.msg.data)
             self.sent += 1
+            if self.hold is not None and out.local.send[0] == LAST_WORD:
+                # (an orderly end: gravity alone lets a moving arm coast on until the pipe's EOF is seen — under
+                #  load, tens of ms: the hold starts from the pose of this last word at once)
+                self._stop_arm("the realtime loop ends")
         if self.forwarder is None:  # (after an orderly end its last word was a stop already: said quietly)
             self._stop_arm("the realtime loop ended", warn=self._moving)
         else:
