@@ -1,5 +1,6 @@
 """The dead-men of a ros_control velocity / effort arm without a master: the watchdog's timing (any clock), the loop's
 last word to the bridge (``RosControlBackend.close``); and the command_watchdog node on simulated time."""
+import dataclasses
 import os
 import threading
 import time
@@ -11,7 +12,7 @@ import pytest
 from intera_compat.config import load_config
 from intera_compat.data.shm import SeqlockRecord
 from intera_compat.hardware.command_watchdog import IDLE, REPEAT, STOP, CommandWatchdog
-from intera_compat.hardware.ros_control import LAST_WORD, RosControlBackend, RosControlSettings, in_layout, out_layout
+from intera_compat.hardware.ros_control import SEND_LAST, RosControlBackend, RosControlSettings, in_layout, out_layout
 from intera_compat.model.robot_model import RobotModel
 
 CFG = load_config()
@@ -176,7 +177,7 @@ def test_the_loops_last_word_to_the_bridge_is_a_stop(bridge):
     pokes, o = bridge.received()
     # a new command, poked, marked as the last (the bridge sends it and, on an effort arm, holds from it at once:
     # not at the pipe's EOF, which a loaded machine sees tens of ms later while the arm coasts on)
-    assert pokes == 1 and o.command[0] == 2 and o.send[0] == LAST_WORD
+    assert pokes == 1 and o.command[0] == 2 and o.send[0] == SEND_LAST
     # the field the bridge sends is a stop: zero velocity, gravity compensation at the arm's pose (the last joint
     # states': zero effort would let an effort arm fall), the position it holds already
     assert not o.velocity.any()
@@ -222,6 +223,61 @@ def test_an_effort_arms_last_word_without_a_finite_pose_is_zeros(bridge):
     bridge.backend.close()
     pokes, out = bridge.received()
     assert pokes == 1 and not out.effort.any()
+
+
+def test_the_bridge_holds_an_effort_arm_from_the_loops_last_word_not_its_eof(monkeypatch):
+    """The bridge's send thread (rospy's publisher, subscribers and timer replaced, no master) with the loop's end
+    of the pipe still open — no EOF comes: the loop's last word alone starts the hold, its torque right after."""
+    import rospy
+    from sensor_msgs.msg import JointState
+
+    from intera_compat.ros import ros_control_bridge as B
+    from ros_helpers import wait_for
+    sent = []
+
+    class Pub:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def publish(self, m):
+            sent.append(tuple(m.data))
+    monkeypatch.setattr(rospy, "Publisher", Pub)
+    monkeypatch.setattr(rospy, "Subscriber", lambda *args, **kwargs: None)
+    monkeypatch.setattr(rospy, "Timer", lambda *args, **kwargs: types.SimpleNamespace(shutdown=lambda: None))
+    monkeypatch.setattr(rospy, "get_time", time.time)
+    br = B.RosControlBridge(CFG, interface="effort", rate=50)
+    br.s = dataclasses.replace(br.s, stop_timeout=60.0)  # (no hold for a silent loop within the test)
+    names = list(br.s.joints)
+    q = CFG.full_pose("neutral")
+
+    def sample():
+        msg = JointState(name=names, position=list(q), velocity=[0.0] * len(names))
+        msg.header.stamp = rospy.Time.from_sec(time.time())
+        br._on_joint_states(msg)
+    sample()
+    loop = RosControlBackend(RobotModel(CFG), dict(br.link, traj=None))
+    sender = threading.Thread(target=br._send_loop, daemon=True)  # (not ``start``: the pipe's end stays open here)
+    sender.start()
+    try:
+        loop.connect()
+        command(loop, q, np.full(len(names), 0.3), np.full(len(names), 5.0))  # moving
+        assert wait_for(lambda: len(sent) == 1, 10) and not br.hold.active
+        sample()
+        loop.close()  # the last word: gravity at the pose
+        assert wait_for(lambda: br.hold.active, 10), f"no hold from the last word; sent {len(sent)}"
+        assert wait_for(lambda: len(sent) >= 3, 10)  # the last word, then the hold's first torque
+        g = RobotModel(CFG).gravity(q)
+        assert np.allclose(sent[1], g) and np.allclose(sent[2], g, atol=1e-6)  # (at rest at its anchor: gravity)
+        assert sender.is_alive()  # (no EOF: the pipe's write end is still open)
+    finally:
+        br._closed = True
+        os.close(br.command_w)  # the EOF: the send thread ends
+        sender.join(10)
+        for fd in (br.wake_r, br.wake_w, br.command_r):
+            os.close(fd)
+        br.hw_in.close()
+        br.hw_out.close()
+    assert not sender.is_alive()
 
 
 # ---- the node, on simulated time -------------------------------------------------------------------------------

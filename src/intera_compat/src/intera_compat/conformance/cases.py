@@ -229,20 +229,29 @@ def joint_position_keyboard(ctx: Ctx) -> str:
     j0 = ctx.q()[0]
     name = ctx.info.joints[0]
 
-    def said(what: str):  # (the script prints each key it read: its effect follows)
+    def press(k: str, what: str) -> None:
+        """``k`` typed until the script printed ``what`` once more (each key it reads: its effect follows) — and
+        only once: a key read twice would have moved the arm twice."""
         seen = kb.output().count(what)
-        return lambda: kb.output().count(what) > seen
-    if not kb.press("1", said(f"{name} increase")):  # right_j0 +0.1 rad
-        raise CaseFailed(f"key '1' was never read\n{kb.tail()}")
-    if not ctx.wait_until(lambda: ctx.q()[0] > j0 + 0.08, 10.0):
-        raise CaseFailed(f"key '1': {name} moved {ctx.q()[0] - j0:+.3f} rad, not +0.1\n{kb.tail()}")
-    up = ctx.q()[0]
-    if not kb.press("q", said(f"{name} decrease")):  # right_j0 -0.1 rad from where it is
-        raise CaseFailed(f"key 'q' was never read\n{kb.tail()}")
-    if not ctx.wait_until(lambda: ctx.q()[0] < up - 0.08, 10.0):
-        raise CaseFailed(f"key 'q': {name} moved {ctx.q()[0] - up:+.3f} rad, not -0.1\n{kb.tail()}")
-    if not kb.press("?", said("key bindings")):
-        raise CaseFailed(f"'?' printed no key bindings\n{kb.tail()}")
+        if not kb.press(k, lambda: kb.output().count(what) > seen):
+            raise CaseFailed(f"key {k!r} was never read\n{kb.tail()}")
+        if kb.output().count(what) != seen + 1:
+            raise CaseFailed(f"key {k!r} was read {kb.output().count(what) - seen} times\n{kb.tail()}")
+
+    def moved(k: str, q0: float, step: float) -> float:
+        """Until right_j0 moved ``step`` (within 20 %) from ``q0`` and stays there for 0.5 s; where it is."""
+        def near() -> bool:
+            return abs(ctx.q()[0] - q0 - step) < 0.2 * abs(step)
+        came = ctx.wait_until(near, 10.0)
+        ctx.sleep(0.5)
+        if not (came and near()):
+            raise CaseFailed(f"key {k!r}: {name} moved {ctx.q()[0] - q0:+.3f} rad, not {step:+.1f}\n{kb.tail()}")
+        return ctx.q()[0]
+    press("1", f"{name} increase")  # right_j0 +0.1 rad
+    up = moved("1", j0, 0.1)
+    press("q", f"{name} decrease")  # right_j0 -0.1 rad from where it is
+    moved("q", up, -0.1)
+    press("?", "key bindings")
     if not kb.press("\x1b", lambda: not kb.running()):
         raise CaseFailed(f"Esc did not end it\n{kb.tail()}")
     ctx.ended(kb, 20.0)

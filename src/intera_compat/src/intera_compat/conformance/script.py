@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import pty
+import random
 import signal
 import subprocess
 import tempfile
@@ -43,8 +44,9 @@ class Script:
         if keys:
             self._master, slave = pty.openpty()
             source = slave
+        # (unbuffered: what it printed is in the log when it printed it — ``press`` and ``printed`` read it)
         self.proc = subprocess.Popen(self.argv, stdin=source, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env=os.environ.copy())
+                                     start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
         if keys:
             os.close(slave)
         elif stdin is not None:  # (what the user would type: the script reads it when it asks)
@@ -67,7 +69,7 @@ class Script:
                 self.key(k)
             except OSError:  # (the script has gone: its terminal with it)
                 break
-            retry = min(end, time.monotonic() + again)
+            retry = min(end, time.monotonic() + again * random.uniform(1.0, 1.5))  # (not in step with its reads)
             while time.monotonic() < retry:
                 if took():
                     return True

@@ -208,11 +208,11 @@ def in_layout(n: int) -> Layout:
                    ("fault", 1), ("fault_joint", 1), ("traj_seq", 1), ("traj_state", 1), ("traj_time", 1)))
 
 
-SEND, LAST_WORD = 1.0, 2.0  # out_layout's ``send``: a command; the loop's last word (a stop: nothing follows)
+SEND_COMMAND, SEND_LAST = 1.0, 2.0  # out_layout's ``send``: a command; the loop's last word (a stop: nothing follows)
 
 
 def out_layout(n: int) -> Layout:
-    """loop → bridge: the command and what it is (``send``: ``SEND`` or ``LAST_WORD``)."""
+    """loop → bridge: the command and what it is (``send``: ``SEND_COMMAND`` or ``SEND_LAST``)."""
     return Layout((("command", 1), ("send", 1), ("position", n), ("velocity", n), ("effort", n)))
 
 
@@ -407,7 +407,7 @@ class RosControlBackend(Backend):
         o = self.hw_out.local
         self._commands += 1
         o.command[0] = self._commands
-        o.send[0] = SEND
+        o.send[0] = SEND_COMMAND
         o.position[:] = command.position
         if self._zero_once:  # a velocity arm's brakes: stand still, then nothing more
             o.velocity[:] = 0.0
@@ -492,7 +492,7 @@ class RosControlBackend(Backend):
         o = self.hw_out.local
         self._commands += 1
         o.command[0] = self._commands
-        o.send[0] = LAST_WORD
+        o.send[0] = SEND_LAST
         o.velocity[:] = 0.0
         o.effort[:] = 0.0
         if self.settings.interface == "effort":

@@ -33,7 +33,7 @@ from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 from ..data.faults import FAULT_CONTROLLER_ERROR
 from ..data.shm import SeqlockRecord
 from ..data.state import PROGRESS_ACTIVE, PROGRESS_DONE, PROGRESS_FAILED, PROGRESS_NONE
-from ..hardware.ros_control import LAST_WORD, JointStateMap, RosControlSettings, in_layout, out_layout, traj_layout
+from ..hardware.ros_control import SEND_LAST, JointStateMap, RosControlSettings, in_layout, out_layout, traj_layout
 from ..model.robot_model import RobotModel
 from .hold_stream import HoldStream
 
@@ -175,7 +175,7 @@ class RosControlBridge:
             self.pub.publish(self.msg)
             self._moving = zeroed and any(self.msg.data)
             self.sent += 1
-            if self.hold is not None and out.local.send[0] == LAST_WORD:
+            if self.hold is not None and out.local.send[0] == SEND_LAST:
                 # (an orderly end: gravity alone lets a moving arm coast on until the pipe's EOF is seen — under
                 #  load, tens of ms: the hold starts from the pose of this last word at once)
                 self._stop_arm("the realtime loop ends")
