@@ -74,7 +74,11 @@ def reachable() -> bool:
 
 
 def test_goals_go_as_resampled_point_lists_or_single_points(cobot):
+    from rosgraph_msgs.msg import Log
     client, js, _ = cobot
+    said = []  # the loop node's log lines: its settings taken
+    logs = rospy.Subscriber("/rosout", Log, lambda m: said.append(m.msg) if m.name == "/realtime_loop" else None)
+    assert wait_for(lambda: any(c.callerid_pub == "/realtime_loop" for c in logs.impl.connections), 30)
     q0 = arm_positions(js)
     dq = np.array([0.4, -0.3, 0.2, 0.5, -0.2, 0.3, 0.6])
     client.send_goal(goal(q0, dq, 3.0))
@@ -87,14 +91,16 @@ def test_goals_go_as_resampled_point_lists_or_single_points(cobot):
     assert 3 <= points <= 8  # 21 points, 0.6 rad on the largest joint: resampled at 0.1 rad (ends kept)
     rospy.set_param("/robot/cobot/execution_mode", "single_point")  # (at run time, as the seed's panel does)
     rospy.set_param("/robot/cobot/resampling_delta", -1.0)  # refused: set back, nothing changes
-    time.sleep(1.5)
-    assert rospy.get_param("/robot/cobot/resampling_delta") == pytest.approx(0.1)
+    # (the watcher looks twice a second: the bad value set back, the mode taken for the next trajectory)
+    assert wait_for(lambda: rospy.get_param("/robot/cobot/resampling_delta") == pytest.approx(0.1) and
+                    any("execution_mode single_point, resampling_delta 0.1 rad" in m for m in said), 30), said
     client.send_goal(goal(q0 + dq, -dq, 3.0))
     assert client.wait_for_result(rospy.Duration(20))
     assert client.get_result().error_code == R.SUCCESSFUL, client.get_result().error_string
     assert np.abs(arm_positions(js) - q0).max() < 0.01
     calls = plc("calls")
     assert calls.split(";")[0].split()[-1] == "SetRobotWaypoint" and calls.endswith("points 1")
+    logs.unregister()
 
 
 def test_the_motion_controller_moves_the_cobot_as_go_to_joint_angles_does(cobot):
