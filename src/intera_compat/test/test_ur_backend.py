@@ -217,3 +217,25 @@ def test_a_position_arm_counts_the_samples_the_loop_missed_as_lag():
     b.read(hs)
     assert b.lag == pytest.approx(3.5 * b.period)
     assert not streaming("velocity")[1].lags
+
+
+def test_why_the_controller_stops_the_arm_is_told_once_each_time_it_changes(capsys):
+    """(the launch's log says which state of the controller stopped the robot: the program stopped, a protective
+    stop — once on each change, off the cycle's thread)"""
+    rm, b, hs, cmd = streaming("position")
+    b.read(hs)
+    assert hs.fault == 0 and not b.worker.jobs
+    b.recv.getRuntimeState = lambda: 1  # STOPPED: the RTDE watchdog, or the pendant
+    for _ in range(3):
+        b.read(hs)
+    assert hs.fault != 0 and len(b.worker.jobs) == 1
+    b.recv.getSafetyMode = lambda: 3  # then a protective stop
+    b.read(hs)
+    b.read(hs)
+    assert len(b.worker.jobs) == 2
+    b.worker.close()
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["[realtime_loop] UR: the controller reports powered off, or the program stopped under us (pendant, "
+                   "watchdog): safety mode 1, robot mode 7, runtime state 1",
+                   "[realtime_loop] UR: the controller reports a protective / safeguard stop: safety mode 3, robot "
+                   "mode 7, runtime state 1"]

@@ -152,14 +152,23 @@ def stop_motion_trajectory(ctx: Ctx) -> str:
 
 def joint_trajectory_client(ctx: Ctx) -> str:
     import intera_compat.testing as T
+    from actionlib_msgs.msg import GoalStatus
+    from control_msgs.msg import FollowJointTrajectoryActionResult
     n = ctx.info.neutral
     ctx.marks["0.3 × neutral"] = 0.3 * n
+    # (a cancel answers error_code 0 too: the script cancels its goal when it stops waiting, the trajectory's length)
+    ended = []
+    sub = rospy.Subscriber("/robot/limb/right/follow_joint_trajectory/result", FollowJointTrajectoryActionResult,
+                           lambda m: ended.append(m.status.status))
     with T.EventLog() as log:
         rec = T.JointRecorder(ctx.info.joints).start()
         ctx.run(EX, "joint_trajectory_client.py", budget=60, ok_text="Test Complete")
         rec.stop()
         ctx.wait_until(lambda: any(k == "trajectory" for k, _ in log.sequence()), 5.0)
         results = [d for k, d in log.sequence() if k == "trajectory"]
+    sub.unregister()
+    cancelled = " (its goal was cancelled: the script stopped waiting before the arm's trajectory ended)" \
+        if GoalStatus.PREEMPTED in ended else ""
     if results != ["error_code 0"]:
         raise CaseFailed(f"follow_joint_trajectory results {results}, not one SUCCESSFUL (error_code 0)")
     closest = float(np.abs(rec.q - 0.3 * n).max(axis=1).min()) if len(rec.t) else np.inf
@@ -168,7 +177,7 @@ def joint_trajectory_client(ctx: Ctx) -> str:
                          f"lowest point)")
     err = ctx.settled_at(n, TOL, 2.0)
     if err > TOL:
-        raise CaseFailed(f"final joint error {err:.4f} rad to the trajectory's last point (neutral)")
+        raise CaseFailed(f"final joint error {err:.4f} rad to the trajectory's last point (neutral){cancelled}")
     return f"SUCCEEDED; passed 0.3 × neutral within {closest:.3f} rad, ended {err:.4f} rad from neutral"
 
 

@@ -254,6 +254,7 @@ class URBackend(Backend):
         self._estop = False  # the last E-stop state the arm reported (kept while the link is down)
         self._failures_told = 0
         self.chore_error = ""  # the last failed chore's text (a controller error until reset / enable)
+        self._why = ""  # why the arm's controller stops us, as last told (the launch's log)
         # while nothing is streamed the watchdog is kicked 4× faster than it needs
         self.watchdog_hz = max(s.watchdog_hz, s.torque_watchdog_hz) if self.torque_mode else s.watchdog_hz
         self._kick_period = 0.25 / self.watchdog_hz if self.watchdog_hz > 0 else 0.0  # s (by the clock: a loop
@@ -540,16 +541,29 @@ class URBackend(Backend):
         if w.failures != self._failures_told:
             self._failures_told = w.failures
             self.chore_error = w.last_error or "a chore failed"
+        code, why = 0, ""
         if self.chore_error or not w.alive():
-            return FAULT_CONTROLLER_ERROR
-        resetting = now < self._reset_until
-        if safety in SAFETY_STOPS:
-            return 0 if resetting and safety == SAFETY_PROTECTIVE_STOP else FAULT_PROTECTIVE_STOP
-        if safety not in SAFETY_OK:
-            return FAULT_CONTROLLER_ERROR  # recovery (outside the limits), violation, fault, ...
-        if self._ready and not resetting and (r.getRobotMode() != ROBOT_RUNNING or runtime == RUNTIME_STOPPED):
-            return FAULT_CONTROLLER_ERROR  # powered off or the program stopped (pendant, watchdog) under us
-        return 0
+            code = FAULT_CONTROLLER_ERROR  # (the chore's failure was printed by the worker)
+        elif safety in SAFETY_STOPS:
+            resetting = now < self._reset_until
+            code = 0 if resetting and safety == SAFETY_PROTECTIVE_STOP else FAULT_PROTECTIVE_STOP
+            why = "" if code == 0 else "a protective / safeguard stop"
+        elif safety not in SAFETY_OK:
+            code, why = FAULT_CONTROLLER_ERROR, "a safety mode that needs a restart"  # recovery, violation, fault...
+        elif self._ready and now >= self._reset_until and (r.getRobotMode() != ROBOT_RUNNING or
+                                                            runtime == RUNTIME_STOPPED):
+            code, why = FAULT_CONTROLLER_ERROR, "powered off, or the program stopped under us (pendant, watchdog)"
+        if why != self._why:  # (an edge: the texts are constants; said on the worker's thread, not the cycle's)
+            self._why = why
+            if why:
+                self._tell(f"the controller reports {why}: safety mode {safety}, robot mode {r.getRobotMode()}, "
+                           f"runtime state {runtime}")
+        return code
+
+    def _tell(self, text: str) -> None:
+        def tell():
+            print(f"[realtime_loop] UR: {text}", file=sys.stderr, flush=True)
+        self.worker.post(tell)
 
     def write(self, command: HardwareCommand) -> None:
         """servoJ / speedJ to the control script while the robot is enabled and the program plays; otherwise the
