@@ -65,8 +65,9 @@ def test_the_loop_stops_the_arm_when_the_sender_dies(sim, launch):
     """The sender is SIGKILLed mid-motion: no goodbye, only the keep-alives stop."""
     results = Latest(NS + "/result", ExecuteTrajectoryActionResult)
     q0 = arm_positions(sim)
-    # j0 +1 rad in 4 s (0.25 rad/s), a keep-alive timeout of 0.1 s
-    sender = launch(SENDER, "1.0", "4.0", "0.1", log_name="sender.log")
+    # j0 +1 rad in 4 s (0.25 rad/s), a keep-alive timeout of 0.3 s (0.1 s: a CPU hog's stall of the sender lost a
+    # run its goal before it had moved 0.2 rad — the watchdog doing its work, on a sender that was alive)
+    sender = launch(SENDER, "1.0", "4.0", "0.3", log_name="sender.log")
     assert wait_for(lambda: abs(arm_positions(sim)[0] - q0[0]) > 0.2, 30)
     os.killpg(sender.pid, signal.SIGKILL)
     killed_at = arm_positions(sim)[0]
@@ -79,7 +80,7 @@ def test_the_loop_stops_the_arm_when_the_sender_dies(sim, launch):
         return abs(arm_positions(sim)[0] - q) < 1e-4
     assert wait_for(at_rest, 60), "the arm never came to rest after the sender died"
     held = arm_positions(sim)[0]
-    # the keep-alive timeout at 0.25 rad/s (0.025 rad; 0.138 rad with the 0.5 s default; the watchdog runs on the
+    # the keep-alive timeout at 0.25 rad/s (0.075 rad; 0.138 rad with the 0.5 s default; the watchdog runs on the
     # listener's wall clock, so a stall of it adds to that), then a stop on the path: short of the goal
     assert held - killed_at < 0.2 and held - q0[0] < 0.6
     results.close()
