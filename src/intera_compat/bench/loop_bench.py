@@ -41,10 +41,11 @@ def start_master(node_name):
                               stderr=subprocess.DEVNULL, start_new_session=True)
     import rosgraph
     import rospy
+    from intera_compat.ros.node_init import init_node
 
     while not rosgraph.is_master_online():
         time.sleep(0.05)
-    rospy.init_node(node_name, disable_signals=True)
+    init_node(node_name, disable_signals=True)
     return port, master
 
 

@@ -10,6 +10,7 @@ import rospy
 import rostest
 from intera_core_msgs.msg import JointCommand
 from rosgraph_msgs.msg import Clock
+from intera_compat.ros.node_init import init_node
 from sensor_msgs.msg import JointState
 
 GUARD = 120.0  # s of wall time
@@ -51,5 +52,5 @@ class SimTimeTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    rospy.init_node("sim_time_check")
+    init_node("sim_time_check")
     rostest.rosrun("intera_compat", "sim_time_check", SimTimeTest)

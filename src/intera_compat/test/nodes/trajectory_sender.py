@@ -8,10 +8,11 @@ import rospy
 from sensor_msgs.msg import JointState
 
 from intera_compat.ros.loop_trajectory import LoopTrajectory
+from intera_compat.ros.node_init import init_node
 
 ARM = [f"right_j{i}" for i in range(7)]
 
-rospy.init_node("trajectory_sender", anonymous=True)
+init_node("trajectory_sender", anonymous=True)
 js = rospy.wait_for_message("/robot/joint_states", JointState, 30)
 q0 = np.array([js.position[js.name.index(n)] for n in ARM])
 keepalive = float(sys.argv[3]) if len(sys.argv) > 3 else 0.1  # s: the goal's keep-alive timeout

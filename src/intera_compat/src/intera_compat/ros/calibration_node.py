@@ -25,6 +25,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..config import load_config
 from ..model.robot_model import RobotModel
+from .node_init import init_node
 
 R = CalibrationCommandResult
 # offsets from neutral (rad, arm joints in order; shorter rows pad with 0): the poses the arm visits
@@ -147,6 +148,6 @@ class CalibrationServer:
 
 
 def main() -> None:
-    rospy.init_node("calibration_server")
+    init_node("calibration_server")
     CalibrationServer(load_config(rospy.get_param("~config", None)))
     rospy.spin()

@@ -30,6 +30,7 @@ from ..io.device import IODevice, Signal  # noqa: E402
 from ..model.robot_model import RobotModel  # noqa: E402
 from .conversions import JointPositions  # noqa: E402
 from .io_server import IONodeServer  # noqa: E402
+from .node_init import init_node  # noqa: E402
 
 AUTO = -1
 
@@ -149,7 +150,7 @@ class CameraNode:
 
 
 def main() -> None:
-    rospy.init_node("io_internal_camera")
+    init_node("io_internal_camera")
     cfg = load_config(rospy.get_param("~config", None) or None)
     CameraNode(cfg, cfg.scene_obstacles(rospy.get_param("~scene", "")))
     rospy.spin()

@@ -28,6 +28,7 @@ from ..hardware.command_watchdog import IDLE, STOP, CommandWatchdog
 from ..hardware.ros_control import JointStateMap, RosControlSettings
 from ..model.robot_model import RobotModel
 from .hold_stream import HoldStream
+from .node_init import init_node
 
 
 class CommandWatchdogNode:
@@ -104,7 +105,7 @@ class CommandWatchdogNode:
 
 
 def main() -> None:
-    rospy.init_node("command_watchdog")
+    init_node("command_watchdog")
     try:
         cfg = load_config(rospy.get_param("~config", None) or None)
         s = RosControlSettings.from_config(cfg, str(rospy.get_param("~interface", "")),

@@ -248,8 +248,9 @@ def check_robot(r: Report, uri: str, wait: float = 3.0) -> None:
     r.add(OK, "ROS master", uri)
     import rosgraph
     import rospy
+    from .node_init import init_node
     import rosservice
-    rospy.init_node("intera_compat_doctor", anonymous=True, disable_signals=True)
+    init_node("intera_compat_doctor", anonymous=True, disable_signals=True)
     master = rosgraph.Master(rospy.get_name())
     for p in PARAMS:
         if master.hasParam(p):

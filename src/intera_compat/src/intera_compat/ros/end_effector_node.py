@@ -14,6 +14,7 @@ import rospy
 from ..io.clicksmart import ClickSmart
 from ..io.gripper import ElectricGripper
 from .io_server import IONodeServer
+from .node_init import init_node
 
 TOOLS = ("electric_gripper", "clicksmart", "none")
 STEP = 0.01  # s
@@ -93,7 +94,7 @@ class EndEffectorNode:
 
 
 def main() -> None:
-    rospy.init_node("io_end_effector")
+    init_node("io_end_effector")
     try:
         EndEffectorNode(rospy.get_param("~tool", "electric_gripper"))
     except ValueError as e:

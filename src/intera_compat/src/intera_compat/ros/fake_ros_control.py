@@ -41,6 +41,7 @@ from ..hardware.ros_control import RosControlSettings
 from ..hardware.sim import SimBackend, SimPositionBackend
 from ..loop.scheduler import raise_priority, sleep_until_next
 from ..model.robot_model import RobotModel
+from .node_init import init_node
 
 
 WINDUP = 0.05  # rad: the velocity controller's integrated reference stays this close to the arm
@@ -301,7 +302,7 @@ class FakeTrajectoryController:
 
 def main() -> None:
     raise_priority()  # (it stands in for an arm's controller with a CPU of its own; its threads inherit it)
-    rospy.init_node("fake_ros_control")
+    init_node("fake_ros_control")
     try:
         FakeRosControl()
     except (ValueError, RuntimeError) as e:

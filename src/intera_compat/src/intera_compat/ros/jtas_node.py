@@ -36,6 +36,7 @@ from std_msgs.msg import UInt16
 from ..config import load_config
 from ..trajectory import follow as F
 from .loop_trajectory import LoopTrajectory
+from .node_init import init_node
 
 LOOP_SILENCE = 1.0  # s without word from the loop about a running goal: it is gone (at least 3 feedback periods)
 STOP_WAIT = 5.0  # s to wait for the arm to stop on its path after a cancel
@@ -335,7 +336,7 @@ def main(argv=None) -> None:
     args = p.parse_args(rospy.myargv(argv)[1:] if argv is None else argv)
     if args.limb not in ("right", "all_limbs"):
         p.error(f"limb '{args.limb}': this robot has the limb 'right'")
-    rospy.init_node("joint_trajectory_action_server")
+    init_node("joint_trajectory_action_server")
     try:
         JointTrajectoryActionServer(args.mode, args.rate)
     except (ValueError, RuntimeError) as e:

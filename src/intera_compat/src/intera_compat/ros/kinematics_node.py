@@ -21,6 +21,7 @@ from ..kinematics import IKSolver
 from ..model.robot_model import RobotModel
 from ..kinematics.pose import in_base, se3
 from .conversions import pose_msg
+from .node_init import init_node
 from .urdf_fragments import UrdfFragmentWatcher
 
 
@@ -175,6 +176,6 @@ class KinematicsNode:
 
 
 def main():
-    rospy.init_node("kinematics_server")
+    init_node("kinematics_server")
     KinematicsNode()
     rospy.spin()

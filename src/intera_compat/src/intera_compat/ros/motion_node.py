@@ -32,6 +32,7 @@ from ..motion.request import TrajectoryRequest, WaypointRequest, validate
 from .conversions import pose_msg
 from .interaction import pack_message
 from .loop_trajectory import LoopTrajectory
+from .node_init import init_node
 from .urdf_fragments import UrdfFragmentWatcher
 
 HAVE_NOT_REACHED_FIRST_WAYPOINT = MotionCommandResult.HAVE_NOT_REACHED_FIRST_WAYPOINT
@@ -463,6 +464,6 @@ class MotionControllerNode:
 
 
 def main():
-    rospy.init_node("motion_controller")
+    init_node("motion_controller")
     MotionControllerNode()
     rospy.spin()

@@ -37,6 +37,7 @@ from ..loop.scheduler import keep_off_cpu, loop_cpu
 from ..model.cameras import camera_mjcf
 from ..model.robot_model import RobotModel
 from .conversions import JointPositions
+from .node_init import init_node
 
 HOLD_FRAMES = 3  # a push lasts this many frames unless renewed: a stalled or closed viewer lets go by itself
 STATUS_EVERY = 1.0  # s (wall): the viewer's status at least this often (and at each change of the user's gesture)
@@ -139,7 +140,7 @@ def _wrench(w) -> Wrench:
 
 
 def main() -> None:
-    rospy.init_node("plant_viewer")
+    init_node("plant_viewer")
     keep_off_cpu(loop_cpu())  # (the loop has its core; rendering may be on the CPU)
     import mujoco.viewer
     from intera_compat.srv import ApplyWrench

@@ -17,6 +17,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from .doctor import INTERFACES, PARAMS
+from .node_init import init_node
 
 
 def missing(master: rosgraph.Master, skip=()) -> list:
@@ -35,7 +36,7 @@ def missing(master: rosgraph.Master, skip=()) -> list:
 
 
 def main() -> None:
-    rospy.init_node("robot_ready")
+    init_node("robot_ready")
     enabled = bool(rospy.get_param("~enabled", True))
     skip = [s for s in str(rospy.get_param("~skip", "")).split() if s]
     timeout = float(rospy.get_param("~timeout", 120.0))

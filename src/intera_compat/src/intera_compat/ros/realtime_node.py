@@ -52,6 +52,7 @@ from .head import HeadTopics
 from .interaction import InteractionTopics
 from .io_server import IONodeServer
 from .markers import CollisionMarkers
+from .node_init import init_node
 from .ros_control_bridge import RosControlBridge
 from .trajectory_server import ExecuteTrajectoryServer
 from .urdf_fragments import UrdfFragmentWatcher
@@ -670,7 +671,7 @@ LISTENER_NICE = -5  # the listener (and the ros_control bridge in it): after the
 
 def main():
     raise_priority(LISTENER_NICE)
-    rospy.init_node("realtime_loop")
+    init_node("realtime_loop")
     node = RealtimeLoopNode()
     rospy.on_shutdown(node.shutdown)
     rospy.spin()

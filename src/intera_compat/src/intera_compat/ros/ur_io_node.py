@@ -22,6 +22,7 @@ from ..config import load_config
 from ..hardware.ur import URSettings
 from ..io.device import IODevice, Signal
 from .io_server import IONodeServer
+from .node_init import init_node
 
 CONFIRM = 0.5  # s a commanded output keeps its value in the state before the arm's report wins
 VARIABLES = ["timestamp", "actual_digital_input_bits", "actual_digital_output_bits", "standard_analog_input0",
@@ -180,6 +181,6 @@ class URIONode:
 
 
 def main():
-    rospy.init_node("ur_io")
+    init_node("ur_io")
     URIONode()
     rospy.spin()

@@ -67,8 +67,9 @@ def ros_master():
             raise RuntimeError("rosmaster did not start")
         time.sleep(0.05)
     import rospy
+    from intera_compat.ros.node_init import init_node
 
-    rospy.init_node("pytest_client", anonymous=True, disable_signals=True)
+    init_node("pytest_client", anonymous=True, disable_signals=True)
     yield uri
     rospy.signal_shutdown("tests done")
     kill_group(proc)
