@@ -1,4 +1,7 @@
-"""The motion controller (/motion/motion_command) as the SDK's motion examples drive it."""
+"""The motion controller (/motion/motion_command) as the SDK's motion examples drive it.
+
+The simulated Sawyer runs on simulated time (``SIM_TIME``): waits for the robot are in its time (``robot_sleep``: its
+joint states' stamps)."""
 import json
 import os
 import signal
@@ -13,9 +16,11 @@ from intera_core_msgs.msg import InteractionControlCommand, IOComponentCommand, 
 from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandGoal, MotionCommandResult,
                                     Trajectory, TrajectoryOptions, Waypoint, WaypointOptions)
 from ros_helpers import ARM, Latest, arm_positions, publisher, send_positions, wait_for
+from shared_robot import robot_sleep
 from std_msgs.msg import Bool, Float64
 
 pytestmark = pytest.mark.node
+SIM_TIME = True  # (conftest's sim fixture: on simulated time; this module runs on the simulated-time worker)
 EXPRESS = [10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0]
 NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 
@@ -131,9 +136,9 @@ def test_send_random_trajectory_passes_every_waypoint_then_a_new_goal_and_stop(s
     assert motion.client.wait_for_result(rospy.Duration(10))
     first = motion.client.get_result()
     assert not first.result and first.last_successful_waypoint == 0  # waypoint 0 = where it started
-    time.sleep(0.5)
+    robot_sleep(sim, 0.5)
     held = arm_positions(sim)
-    time.sleep(0.5)
+    robot_sleep(sim, 0.5)
     assert np.abs(arm_positions(sim) - held).max() < 3e-3 and np.abs(held - far).max() > 0.1  # stopped on the way
     # stop when idle is answered too
     stopper.send_goal(MotionCommandGoal(command="stop", trajectory=Trajectory()))
@@ -201,11 +206,11 @@ def test_cancel_and_disable_mid_motion(sim, motion):
     motion.client.cancel_goal()
     assert motion.client.wait_for_result(rospy.Duration(10))
     assert motion.client.get_state() == actionlib.GoalStatus.PREEMPTED and not motion.client.get_result().result
-    time.sleep(0.5)
+    robot_sleep(sim, 0.5)
     assert abs(arm_positions(sim)[0] - far[0]) > 0.3
     motion.client.send_goal(joint_goal([arm_positions(sim), far], speed=0.1))
     assert wait_for(lambda: motion.client.get_state() == actionlib.GoalStatus.ACTIVE, 10)
-    time.sleep(0.5)
+    robot_sleep(sim, 0.5)
     en.publish(False)
     assert motion.client.wait_for_result(rospy.Duration(10))
     res = motion.client.get_result()
@@ -292,9 +297,10 @@ def test_a_start_while_another_source_moves_the_arm_waits_for_rest_or_refuses(si
     try:
         send_positions(cmd, target - [0, 0, 0, 0, 0.8, 0, 0])  # 0.8 rad at 0.17 rad/s: about 5 s
         assert wait_for(lambda: abs(arm_positions(sim)[4] - target[4]) > 0.02, 5)
-        t0 = time.monotonic()
+        t0 = sim.msg.header.stamp.to_sec()
         res = motion.run(joint_goal([arm_positions(sim), q0]))
-        assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING" and time.monotonic() - t0 > 1.9
+        assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING"
+        assert sim.msg.header.stamp.to_sec() - t0 > 1.9
         assert "still moving" in motion.client.get_goal_status_text()
         assert wait_for(lambda: abs(arm_positions(sim)[4] - (target[4] - 0.8)) < 0.0087, 15)
     finally:
@@ -377,7 +383,7 @@ def test_go_to_cartesian_pose_absolute_relative_and_from_joint_angles(sim, motio
     goal = (np.array([0.45, 0.16, 0.21]), np.array([0.0, 1.0, 0.0, 0.0]))
     res = motion.run(cart_goal([goal], [arm_positions(sim)]))
     assert res.result and res.errorId == "" and res.last_successful_waypoint == 0
-    time.sleep(0.2)
+    robot_sleep(sim, 0.2)
     assert close_pose(tip_pose(), goal)
     # -R 0 0 0.05 0 0 0 -T: 5 cm along the tool's z from where it is, along a straight line
     p, o = tip_pose()
@@ -385,7 +391,7 @@ def test_go_to_cartesian_pose_absolute_relative_and_from_joint_angles(sim, motio
     goal = (p + R @ np.array([0, 0, 0.05]), o)
     res = motion.run(cart_goal([goal], [arm_positions(sim)]))
     assert res.result
-    time.sleep(0.2)
+    robot_sleep(sim, 0.2)
     assert close_pose(tip_pose(), goal)
     # -q 0 -0.9 0 1.8 0 -0.9 0: the pose comes from the FK service, the angles are the bias
     q = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
@@ -395,7 +401,7 @@ def test_go_to_cartesian_pose_absolute_relative_and_from_joint_angles(sim, motio
     goal = (np.array([fp.x, fp.y, fp.z]), np.array([fo.x, fo.y, fo.z, fo.w]))
     res = motion.run(cart_goal([goal], [q]))
     assert res.result
-    time.sleep(0.2)
+    robot_sleep(sim, 0.2)
     assert close_pose(tip_pose(), goal)  # along a straight line: the joints stay on the branch they started on
 
 
@@ -417,7 +423,7 @@ def test_cartesian_random_trajectory_and_its_error_ids(sim, motion):
         poses.append((np.array([fp.x, fp.y, fp.z]), np.array([fo.x, fo.y, fo.z, fo.w])))
     res = motion.run(cart_goal(poses, walk))
     assert res.result and res.last_successful_waypoint == 3, res.errorId
-    time.sleep(0.2)
+    robot_sleep(sim, 0.2)
     assert close_pose(tip_pose(), poses[-1])
     here = tip_pose()
     # an endpoint the model does not have
