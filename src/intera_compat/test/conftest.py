@@ -124,23 +124,16 @@ def pytest_runtest_call(item):
                 tm.release_impl(Registration.PUB, name)
 
 
-def _sim_time(request) -> tuple:
-    """A module's ``SIM_TIME = True``: its simulated Sawyer on simulated time (``shared_robot.SIM_TIME_ARGS``; the
-    module is then one of ``worker_roles.PURE_MODULES``)."""
-    from shared_robot import SIM_TIME_ARGS
-    return SIM_TIME_ARGS if getattr(request.module, "SIM_TIME", False) else ()
-
-
 @pytest.fixture
-def sim(request, launch):
+def sim(launch):
     """The simulated Sawyer (sawyer_sim.launch, every robot-side server); yields its joint_states."""
-    yield from _start_robot(launch, "sim", *_sim_time(request))
+    yield from _start_robot(launch, "sim")
 
 
 @pytest.fixture(scope="module")
-def sim_shared(request, module_launch):
+def sim_shared(module_launch):
     """The simulated Sawyer (sawyer_sim.launch, no cameras) for every test of a module; yields its joint_states."""
-    yield from _start_robot(module_launch, "sim", "cameras:=false", *_sim_time(request))
+    yield from _start_robot(module_launch, "sim", "cameras:=false")
 
 
 @pytest.fixture

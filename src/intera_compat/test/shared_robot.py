@@ -28,15 +28,9 @@ from intera_compat.testing.processes import kill_group, log_tail
 from ros_helpers import ARM, TOL, Latest, arm_positions, publisher, service, wait_for
 
 
-# a simulated Sawyer on simulated time at most at real-time speed: the robot a test sees, slowed down rather than
-# late when the machine is short of CPU — the tests of a module that asks for it run on the simulated-time worker
-# (worker_roles.PURE_MODULES); the test process itself stays on the wall clock (waits: robot_sleep, counters)
-SIM_TIME_ARGS = ("use_sim_time:=true", "speedup:=1")
-
-
 class SharedLaunch:
-    def __init__(self, log_name: str, log_dir=None, sim_time: bool = False):
-        self.log_name, self.log_dir, self.sim_time = log_name, log_dir, sim_time
+    def __init__(self, log_name: str, log_dir=None):
+        self.log_name, self.log_dir = log_name, log_dir
         self.argv, self.proc, self.js, self.log_path, self.starts, self.home_q = None, None, None, None, 0, None
 
     def running(self) -> bool:
@@ -44,11 +38,8 @@ class SharedLaunch:
 
     def up(self, *argv, joints: int = 7, timeout: float = 120.0):
         """``roslaunch intera_compat *argv``'s /robot/joint_states holder (``ros_helpers.Latest``; ``arm``: its
-        first ``joints`` right_j*), the launch started first if it is not running with ``argv``. ``fresh``: it was.
-        ``sawyer_sim.launch`` on simulated time when the module's ``shared_launch`` asked for it."""
+        first ``joints`` right_j*), the launch started first if it is not running with ``argv``. ``fresh``: it was."""
         from sensor_msgs.msg import JointState
-        if self.sim_time and argv and argv[0] == "sawyer_sim.launch":
-            argv = (*argv, *SIM_TIME_ARGS)
         if self.running() and self.js is not None and self.argv == list(argv):
             self.js.fresh = False
             return self.js
@@ -146,12 +137,11 @@ def arm_velocities(js) -> np.ndarray:
     return np.array([m.velocity[m.name.index(n)] for n in js.arm])
 
 
-def shared_launch(log_name: str = "shared", sim_time: bool = False):
-    """A module-scoped fixture: a ``SharedLaunch`` (its simulated Sawyer on simulated time: ``sim_time``), stopped at
-    the module's end."""
+def shared_launch(log_name: str = "shared"):
+    """A module-scoped fixture: a ``SharedLaunch``, stopped at the module's end."""
     @pytest.fixture(scope="module")
     def shared(ros_master, tmp_path_factory):
-        s = SharedLaunch(log_name, str(tmp_path_factory.mktemp(log_name)), sim_time)
+        s = SharedLaunch(log_name, str(tmp_path_factory.mktemp(log_name)))
         yield s
         s.stop()
     return shared

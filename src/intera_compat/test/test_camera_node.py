@@ -13,7 +13,6 @@ from shared_robot import robot_sleep
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.node
-SIM_TIME = True  # (conftest's sim fixtures: on simulated time; this module runs on the simulated-time worker)
 CAM = "/io/internal_camera"
 
 
@@ -72,7 +71,7 @@ def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
     after = Recorder(f"{CAM}/head_camera/image_rect_color")
     assert head.set("camera_streaming", False, "bool") == ""  # acknowledged: the node took the stop
     t_stop = head.state.msg.time.to_sec()  # (the acknowledging state's time: the camera node's clock, as its stamps)
-    robot_sleep(sim, 0.5)
+    robot_sleep(sim, 0.5)  # (0.5 s of the robot's time)
     after.close()
     late = [m for m in after.msgs if m.header.stamp.to_sec() > t_stop]
     assert len(late) <= 1, f"{len(late)} images stamped after the stop"  # stopped (one may have been rendering)

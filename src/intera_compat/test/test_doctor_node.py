@@ -7,7 +7,6 @@ import pytest
 from conftest import free_port
 
 pytestmark = pytest.mark.node
-SIM_TIME = True  # (conftest's sim fixtures: on simulated time; this module runs on the simulated-time worker)
 
 
 def doctor(env=None):
@@ -41,8 +40,7 @@ def test_doctor_names_a_master_that_is_down(ros_master):
 
 def test_doctor_names_a_missing_interface(launch):
     from conftest import _start_robot
-    from shared_robot import SIM_TIME_ARGS
-    robot = _start_robot(launch, "sim", "jtas:=false", *SIM_TIME_ARGS)
+    robot = _start_robot(launch, "sim", "jtas:=false")
     next(robot)
     def robot_fails(out):  # (the robot's checks only: this machine's environment is another test's business)
         return [line for line in out.splitlines() if line.startswith("  FAIL  ") and line.split()[1] in

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.node
 HEAD_UPPER = 0.9064
 # one launch of the simulated Sawyer (without its cameras) for the module; each test begins with the robot reset,
 # enabled, the arm back where it started and the head at 0 in active mode
-shared = shared_launch("head_sim", sim_time=True)
+shared = shared_launch("head_sim")
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ go_to_joint_angles_in_contact.py (a motion whose trajectory_options carry intera
 
 One launch per scene / backend for the module (the plain sim is the table-scene sim: the table is out of reach of the
 tests without it); each test begins with the robot reset, enabled, interaction off and the arm back where it started.
-The sim runs on simulated time: its joint states' stamps are the robot's clock."""
+The sim runs on wall time: its joint states' stamps are the robot's clock."""
 import actionlib
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ L = "/robot/limb/right"
 IMPEDANCE, FORCE = InteractionControlCommand.IMPEDANCE_MODE, InteractionControlCommand.FORCE_MODE
 TABLE = ("sawyer_sim.launch", "no_rt:=true", "cameras:=false", "scene:=table")
 POSITION_ONLY = ("sawyer_sim.launch", "no_rt:=true", "cameras:=false", "backend:=sim_position")
-shared = shared_launch("interaction_sim", sim_time=True)
+shared = shared_launch("interaction_sim")
 
 
 def homed(shared, argv):

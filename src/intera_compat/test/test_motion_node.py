@@ -1,7 +1,5 @@
-"""The motion controller (/motion/motion_command) as the SDK's motion examples drive it.
-
-The simulated Sawyer runs on simulated time (``SIM_TIME``): waits for the robot are in its time (``robot_sleep``: its
-joint states' stamps)."""
+"""The motion controller (/motion/motion_command) as the SDK's motion examples drive it. Waits for the robot are in
+its time (``robot_sleep``: its joint states' stamps)."""
 import json
 import os
 import signal
@@ -20,7 +18,6 @@ from shared_robot import robot_sleep
 from std_msgs.msg import Bool, Float64
 
 pytestmark = pytest.mark.node
-SIM_TIME = True  # (conftest's sim fixture: on simulated time; this module runs on the simulated-time worker)
 EXPRESS = [10.0, 8.0, 10.0, 10.0, 12.0, 12.0, 12.0]
 NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 
@@ -300,7 +297,7 @@ def test_a_start_while_another_source_moves_the_arm_waits_for_rest_or_refuses(si
         t0 = sim.msg.header.stamp.to_sec()
         res = motion.run(joint_goal([arm_positions(sim), q0]))
         assert not res.result and res.errorId == "CONTROLLER_NOT_FOLLOWING"
-        assert sim.msg.header.stamp.to_sec() - t0 > 1.9
+        assert sim.msg.header.stamp.to_sec() - t0 > 1.9  # (REST_WAIT: 2 s of the robot's time)
         assert "still moving" in motion.client.get_goal_status_text()
         assert wait_for(lambda: abs(arm_positions(sim)[4] - (target[4] - 0.8)) < 0.0087, 15)
     finally:

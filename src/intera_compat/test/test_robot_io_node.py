@@ -12,7 +12,7 @@ from ros_helpers import IOClient, Latest, io_value, publisher, wait_for
 from shared_robot import DIGITAL_IO_KEYS, LoopCounters, delta, shared_launch
 
 pytestmark = pytest.mark.node
-shared = shared_launch("robot_io_sim", sim_time=True)
+shared = shared_launch("robot_io_sim")
 
 
 @pytest.fixture
@@ -141,8 +141,7 @@ def test_calibration_visits_its_poses_with_feedback_and_stops_on_stop(launch):
     from conftest import _start_robot
     from intera_core_msgs.msg import CalibrationCommandAction, CalibrationCommandGoal, CalibrationCommandResult
     from ros_helpers import arm_positions, enabled
-    from shared_robot import SIM_TIME_ARGS
-    robot = enabled(_start_robot(launch, "sim", "end_effector:=none", *SIM_TIME_ARGS))
+    robot = enabled(_start_robot(launch, "sim", "end_effector:=none"))
     _, js, _ = next(robot)
     start = CalibrationCommandGoal(command=CalibrationCommandGoal.CALIBRATION_START)
     client = actionlib.SimpleActionClient("/calibration_command", CalibrationCommandAction)

@@ -7,7 +7,6 @@ import actionlib
 import numpy as np
 import pytest
 import rospy
-from intera_compat import testing as T
 from intera_compat.config import load_config
 from intera_compat.msg import SafetyStatus
 from intera_motion_msgs.msg import (MotionCommandAction, MotionCommandGoal, Trajectory, TrajectoryOptions, Waypoint,
@@ -26,8 +25,8 @@ L = "/robot/limb/right"
 SQUISH = np.array(load_config().control["collision_detection"]["squish"])  # Nm per arm joint
 ATTEMPTS = 3  # a keep-alive window the test's own stream let lapse (a stall of this process) is tried again
 # one launch for the module (the table is out of reach of the avoidance and cuff tests); each test starts from the
-# robot reset, enabled and back at its start pose (the sim on simulated time: its stamps and /clock are the robot's)
-shared = shared_launch("safety_sim", sim_time=True)
+# robot reset, enabled and back at its start pose (the sim runs on wall time: its stamps are the robot's clock)
+shared = shared_launch("safety_sim")
 
 
 @pytest.fixture
@@ -107,10 +106,10 @@ def test_driving_into_the_table_is_seen_as_has_collided_and_suppression_turns_it
         pytest.fail(f"detection came back on in each of {ATTEMPTS} suppressed windows (this process stalled, or the "
                     f"suppression does not hold): {lapses}")
     # the stream stops: detection comes back by itself, not before 0.2 s after the last message (the boundary in
-    # robot time: test_collision_safety); the robot's time: its newest /clock before the last message
+    # robot time: test_collision_safety); the robot's stamps are wall time here, as is this process's clock
     back = Recorder(f"{L}/safety_status", SafetyStatus)
     assert wait_for(lambda: back.msgs, 60, every=suppressed_push)
-    t_last = T.sim_time()
+    t_last = rospy.get_time()
     sup.publish(Empty())
     assert wait_for(lambda: any(m.collision_detection_active for m in list(back.msgs)), 60,
                     every=lambda: velocity(cmd, 0.0))
@@ -143,11 +142,11 @@ def test_avoidance_suppression_estop_and_bypass(sim):
 
     assert wait_for(lambda: not status.msg.collision_avoidance_active, 60, every=suppressed_fold)
     assert wait_for(lambda: status.msg.min_collision_distance < 0.005, 120, every=suppressed_fold)
-    # the stream stops: avoidance re-engages by itself, not before 0.2 s after the last message (the robot's time: its
-    # newest /clock before the last message)
+    # the stream stops: avoidance re-engages by itself, not before 0.2 s after the last message (the robot's stamps
+    # are wall time here, as is this process's clock)
     back = Recorder(f"{L}/safety_status", SafetyStatus)
     assert wait_for(lambda: back.msgs, 60, every=suppressed_fold)
-    t_last = T.sim_time()
+    t_last = rospy.get_time()
     sup.publish(Empty())
     assert wait_for(lambda: any(m.collision_avoidance_active for m in list(back.msgs)), 60,
                     every=lambda: send_positions(cmd, fold))

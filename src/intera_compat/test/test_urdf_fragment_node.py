@@ -14,7 +14,6 @@ from test_motion_node import Motion, cart_goal
 from test_urdf_fragment import GRIPPER
 
 pytestmark = pytest.mark.node
-SIM_TIME = True  # (conftest's sim fixtures: on simulated time; this module runs on the simulated-time worker)
 NS = "/ExternalTools/right/PositionKinematicsNode"
 
 

@@ -48,11 +48,8 @@ PURE_MODULES = {
     "test_realtime_node_shutdown.py", "test_resample.py", "test_safe_sequences.py", "test_scheduler.py",
     "test_sdk_env.py", "test_simtime_shim.py", "test_stop_delivery.py", "test_trajectory.py", "test_ur_backend.py",
     "test_urdf_colors.py", "test_urdf_fragment.py",
-    "test_fixture.py", "test_wave_hello.py", "test_rostests.py", "test_conformance_sim.py",
-    # the simulated Sawyer on simulated time at most at real-time speed (shared_robot.SIM_TIME_ARGS)
-    "test_head_node.py", "test_interaction_node.py", "test_robot_io_node.py", "test_safety_node.py",
-    "test_motion_node.py", "test_camera_node.py", "test_doctor_node.py", "test_urdf_fragment_node.py",
-    # one node of its own, no robot
+    "test_fixture.py", "test_wave_hello.py", "test_rostests.py",
+    # one node of its own (the end effector's), no robot
     "test_end_effector_node.py",
 }
 
