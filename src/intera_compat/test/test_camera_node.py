@@ -9,7 +9,6 @@ import pytest
 import rospy
 from intera_core_msgs.msg import HeadPanCommand, HeadState, IONodeConfiguration
 from ros_helpers import IOClient, Latest, publisher, wait_for
-from shared_robot import robot_sleep
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.node
@@ -71,7 +70,7 @@ def test_camera_display_streams_the_head_camera_then_the_hand_camera(sim):
     after = Recorder(f"{CAM}/head_camera/image_rect_color")
     assert head.set("camera_streaming", False, "bool") == ""  # acknowledged: the node took the stop
     t_stop = head.state.msg.time.to_sec()  # (the acknowledging state's time: the camera node's clock, as its stamps)
-    robot_sleep(sim, 0.5)  # (0.5 s of the robot's time)
+    assert wait_for(lambda: sim.msg.header.stamp.to_sec() >= t_stop + 0.5, 60)  # (0.5 s of the robot's time)
     after.close()
     late = [m for m in after.msgs if m.header.stamp.to_sec() > t_stop]
     assert len(late) <= 1, f"{len(late)} images stamped after the stop"  # stopped (one may have been rendering)

@@ -45,4 +45,18 @@ def test_the_xml_rpc_thread_ends_at_shutdown(ros_master):
 
 def test_plain_rospy_leaves_it_spinning(ros_master):
     """The bug worked around, still there: the check above can fail."""
-    assert _run("rospy", 2.0) == "serving"
+    assert _run("rospy", 2.0) == "serving", \
+        "rospy's shutdown now ends its XML-RPC thread (ros/ros_comm#2238 fixed here): node_init's hook can go"
+
+
+def test_every_node_of_the_package_starts_with_init_node():
+    """No ``rospy.init_node`` in the package, its scripts, tools, benchmarks or test nodes (its examples for users
+    excepted: they are written as a user's script would be)."""
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parents[1]
+    places = [root / "src", root / "nodes", root / "scripts", root / "bench", root / "test" / "nodes"]
+    files = [p for d in places for p in d.rglob("*") if p.is_file() and p.suffix in ("", ".py")
+             and "__pycache__" not in p.parts and p.name != "node_init.py"]
+    assert files
+    plain = [str(p.relative_to(root)) for p in files if "rospy.init_node(" in p.read_text(errors="replace")]
+    assert not plain, f"plain rospy.init_node (use intera_compat.ros.node_init.init_node): {plain}"

@@ -49,8 +49,6 @@ PURE_MODULES = {
     "test_sdk_env.py", "test_simtime_shim.py", "test_stop_delivery.py", "test_trajectory.py", "test_ur_backend.py",
     "test_urdf_colors.py", "test_urdf_fragment.py",
     "test_fixture.py", "test_wave_hello.py", "test_rostests.py",
-    # one node of its own (the end effector's), no robot
-    "test_end_effector_node.py",
 }
 
 

@@ -4,8 +4,11 @@ rospy's shutdown closes the node's XML-RPC socket but never stops the ``socketse
 (ros/ros_comm#2238, not fixed in Noetic): from then on the loop's poll reports the closed descriptor at once, for ever,
 and that thread keeps a core busy, holding the GIL against the process's own threads, until the process exits.
 Measured: a test worker whose session had ended spun 73 % of a core for the 700 s the other worker still ran. Every
-node of this package and the test fixture's client start with ``init_node`` from here, so whatever a process does
-after shutdown (an orderly end's brake and hold, a test session's last modules) runs without that spin.
+node of this package, its tools and the test fixture's client start with ``init_node`` from here
+(``test_node_init`` holds them to it), so whatever lives on after a node's shutdown — a test worker's remaining
+time, a thread that has not finished — does so without that spin. (The work a node does on its way out runs in
+rospy's ``on_shutdown`` hooks, before the socket is closed.) The SDK's scripts and this package's examples for users
+are plain rospy.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ def init_node(name: str, **kwargs) -> None:
     """``rospy.init_node(name, **kwargs)``, and a shutdown hook that ends its XML-RPC server's loop."""
     rospy.init_node(name, **kwargs)
     servers = [h.__self__.server for h in list(rospy.core._shutdown_hooks)
-               if isinstance(getattr(h, "__self__", None), rosgraph.xmlrpc.XmlRpcNode) and h.__self__.server]
+               if isinstance(getattr(h, "__self__", None), rosgraph.xmlrpc.XmlRpcNode)]
 
     def stop_serving(reason: str) -> None:  # (after rospy's own hook, added at init, has closed the socket)
         for server in servers:
