@@ -132,7 +132,7 @@ def test_a_script_on_the_robots_time_sees_it_from_its_first_line(sawyer):
     clock's jump; the venv's rospy waits for the first /clock in init_node (tools/_intera_compat_simtime.py)."""
     run = subprocess.run([sys.executable, "-c", "import rospy; rospy.init_node('first_line'); print(rospy.get_time())"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
-    assert float(run.stdout.split()[-1]) > 1.0, run.stdout
+    assert float(run.stdout.split()[-1]) > 0.0, run.stdout  # (stock rospy: 0.0; the robot may be young in its time)
 
 
 def test_a_killed_robot_leaves_no_registration_behind_for_the_next_test(launch):
