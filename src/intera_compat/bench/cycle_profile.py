@@ -144,6 +144,10 @@ STAGES = [
     ("law", "compute", "law.compute"), ("law", "reset", "law.reset"),
     ("", "_interact", "interaction"), ("", "_forward", "forwarding"), ("", "_results", "results"),
     ("", "_publish", "publish (state record)"), ("ch.state", "publish_local", "seqlock publish"),
+    # (the same stages in the redesigned cycle: loop/intake.py, safety_events.py, records.py, the interaction stage)
+    ("intake", "run", "intake"), ("intake", "_command", "command"), ("events", "update", "safety events"),
+    ("interaction", "step", "interaction"), ("forwarder", "step", "forwarding"), ("records", "results", "results"),
+    ("records", "publish", "publish (state record)"),
     ("rm", "rnea", "RobotModel.rnea"), ("rm", "gravity", "RobotModel.gravity"),
 ]
 SOURCES = ("brake", "hold", "position", "velocity", "torque", "stream", "trajectory", "estop_hold", "collision_hold",

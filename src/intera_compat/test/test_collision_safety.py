@@ -308,7 +308,7 @@ def test_bypass_widens_joint_limits_and_narrows_them_behind_the_arm_without_a_ju
         steps.append(L.cycle.sp.q[6] - before)
     assert np.abs(steps).max() <= CFG.limits.velocity[6] * L.dt * 1.06
     assert L.arm_q[6] == pytest.approx(hi, abs=2e-3)
-    assert L.cycle.upper[6] == hi and not L.cycle._narrowing  # the range closed behind it
+    assert L.cycle.upper[6] == hi and not L.cycle.range.narrowing  # the range closed behind it
     inside = L.arm_q
     inside[6] = hi - 0.2
     L.run(1.0, every=lambda: L.send(POSITION_MODE, ARM, position=inside))

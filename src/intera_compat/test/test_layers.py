@@ -93,6 +93,29 @@ def test_the_check_sees_an_import_that_runs_up():
         bad.unlink()
 
 
+# the orchestrator stays thin: features go into the stages and parts.py's wiring, not into LoopCycle (issue 34)
+CYCLE_CLASS_LINES, STEP_LINES = 250, 80
+
+
+def sizes(path: pathlib.Path = PKG / "loop" / "cycle.py") -> tuple[int, int]:
+    cls = next(n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "LoopCycle")
+    step = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "step")
+    return cls.end_lineno - cls.lineno + 1, step.end_lineno - step.lineno + 1
+
+
+def test_the_cycle_is_an_orchestrator_of_stages():
+    cls, step = sizes()
+    assert cls <= CYCLE_CLASS_LINES and step <= STEP_LINES, \
+        f"LoopCycle {cls} lines (at most {CYCLE_CLASS_LINES}), its step {step} (at most {STEP_LINES})"
+
+
+def test_the_size_check_sees_a_long_step(tmp_path):
+    body = "".join(f"        x{k} = {k}\n" for k in range(STEP_LINES))
+    probe = tmp_path / "cycle.py"
+    probe.write_text(f"class LoopCycle:\n    def step(self):\n{body}")
+    assert sizes(probe) == (STEP_LINES + 2, STEP_LINES + 1)
+
+
 if __name__ == "__main__":
     print("\n".join(violations()) or "clean")
     pytest.main([__file__, "-q"])

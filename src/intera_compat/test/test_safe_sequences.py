@@ -194,7 +194,7 @@ def test_interaction_ends_with_a_stop_and_does_not_come_back_by_itself(end):
     L.event(MSG_INTERACTION, *interaction_words(modes=(IMPEDANCE, IMPEDANCE, FORCE, IMPEDANCE, IMPEDANCE, IMPEDANCE),
                                                 force=(0, 0, -15.0, 0, 0, 0), D=(100, 100, 300, 5, 5, 5)))
     L.run(0.05)
-    assert L.cycle.interaction is not None and L.state.local.interaction_on[0] == 1
+    assert L.cycle.interaction.params is not None and L.state.local.interaction_on[0] == 1
     if end == "stop":
         L.event(MSG_STOP)
     elif end == "disable":
@@ -204,7 +204,7 @@ def test_interaction_ends_with_a_stop_and_does_not_come_back_by_itself(end):
     else:
         L.backend.simulate_fault(3, 0.05)  # (controller_error for 50 ms, as /robot/sim/inject_fault does)
     L.run(0.2)
-    assert L.cycle.interaction is None and L.state.local.interaction_on[0] == 0
+    assert L.cycle.interaction.params is None and L.state.local.interaction_on[0] == 0
     L.event(MSG_SAFETY_ESTOP, 0)
     L.event(MSG_RESET)
     L.run(0.05)
@@ -224,7 +224,7 @@ def test_an_interaction_command_while_disabled_is_ignored():
     ignored = L.state.local.commands_ignored[0]
     L.event(MSG_INTERACTION, *interaction_words())
     L.run(0.05)
-    assert L.state.local.commands_ignored[0] == ignored + 1 and L.cycle.interaction is None
+    assert L.state.local.commands_ignored[0] == ignored + 1 and L.cycle.interaction.params is None
 
 
 # ---- 5: the head under the safety E-stop latch --------------------------------------------------------------

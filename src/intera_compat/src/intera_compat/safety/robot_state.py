@@ -16,6 +16,10 @@ class RobotStateMachine:
     homed: bool = True
     estop_button: int = ESTOP_BUTTON_UNPRESSED
     estop_source: int = ESTOP_SOURCE_NONE
+    # the E-stop button is pressed while either is: the robot's own (/robot/sim/set_estop) or the arm's hardware
+    # E-stop; released when both are
+    user_button: bool = False
+    hardware_button: bool = False
 
     @property
     def ready(self) -> bool:
@@ -52,6 +56,17 @@ class RobotStateMachine:
         self.estop_button = ESTOP_BUTTON_UNPRESSED
         self.estop_source = ESTOP_SOURCE_NONE
         return True
+
+    def buttons(self, hardware: bool, user: bool) -> None:
+        """The two E-stop buttons' states (the user's on each message, the arm's as it changes): pressed as either
+        goes down (or is still down on a new message), released as the last comes up (still stopped until a reset)."""
+        was = self.hardware_button or self.user_button
+        self.hardware_button, self.user_button = hardware, user
+        if hardware or user:
+            if not was or self.estop_button != ESTOP_BUTTON_PRESSED:
+                self.press_estop()
+        elif was:
+            self.release_estop()
 
     def press_estop(self) -> None:
         self.enabled = False
