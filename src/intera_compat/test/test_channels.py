@@ -429,6 +429,25 @@ def test_seqlock_read_during_write_keeps_previous_snapshot():
         writer.close()
 
 
+def test_seqlock_refresh_copies_only_what_the_writer_published_since():
+    writer = SeqlockRecord(STRESS_LAYOUT, create=True)
+    reader = SeqlockRecord(STRESS_LAYOUT, name=writer.name)
+    try:
+        writer.local.buf[1:] = 5.0
+        writer.publish_local()
+        assert reader.refresh() and (reader.local.buf[1:] == 5.0).all()  # (nothing seen yet: it reads)
+        reader.local.buf[1] = -1.0  # a mark: a refresh that copied would overwrite it
+        assert reader.refresh() and reader.local.buf[1] == -1.0  # the writer did not publish: no copy
+        writer.publish_local()  # (the same values, a new sequence)
+        assert reader.refresh() and reader.local.buf[1] == 5.0
+        writer.raw[0] += 1.0  # a write in progress: refresh is a read, and keeps the last snapshot
+        assert not reader.refresh() and reader.failed_reads == 1 and reader.local.buf[1] == 5.0
+        writer.raw[0] += 1.0
+    finally:
+        reader.close()
+        writer.close()
+
+
 class _PublishedDuringEveryCopy:
     """``raw`` as a reader sees it when the writer publishes while every copy is under way: ``seq``
     is even whenever it is checked, yet has moved on by the next check."""

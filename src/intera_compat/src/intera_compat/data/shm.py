@@ -111,6 +111,7 @@ class SeqlockRecord:
         self._stage = np.zeros(layout.size)
         self.local = Record(layout, self._local)  # the writer's draft / the reader's last good snapshot
         self.failed_reads = 0  # reads that gave up (the writer kept the record busy)
+        self._seen = -1.0  # the sequence of the snapshot in ``local`` (-1: none yet)
 
     @property
     def name(self) -> str:
@@ -135,9 +136,17 @@ class SeqlockRecord:
             stage[:] = raw
             if raw[0] == s0:
                 self._local[:] = stage
+                self._seen = s0
                 return True
         self.failed_reads += 1
         return False
+
+    def refresh(self) -> bool:
+        """``read``, unless ``local`` already holds the writer's latest (its sequence has not moved since): a reader
+        that polls every cycle a record written now and then copies nothing most cycles."""
+        if self.raw[0] == self._seen:
+            return True
+        return self.read()
 
     def wait_read(self, alive: Callable[[], bool], pause: float = 1e-5) -> bool:
         """``read`` until a snapshot commits (True), for as long as ``alive()`` says the writer lives; False

@@ -26,7 +26,7 @@ class Intake:
     def run(self, now: float) -> None:
         c = self.c
         ch = c.ch
-        ch.control.read()
+        ch.control.refresh()
         c.position.set_ratio(ch.control.local.speed_ratio[0])
         ring, msg, robot = ch.to_loop, self.msg, c.robot
         was_active = c.robot_active

@@ -76,7 +76,7 @@ class ListenerPace:
 
     def wait(self, now: float) -> None:
         rec, ctl = self.ctl_record, self.ctl_record.local
-        rec.read()
+        rec.refresh()
         if self.lost_at >= 0.0:
             if ctl.published_time[0] == self.lost_at:
                 return  # (still silent: run on)
@@ -89,7 +89,7 @@ class ListenerPace:
                     self.given_up += 1
                 return
             time.sleep(5e-5)
-            rec.read()
+            rec.refresh()
 
 
 class Ticker:

@@ -423,8 +423,8 @@ class RealtimeLoopNode:
                 if flags & TICK_JOINT_STATES:
                     self._publish_joint_states(st, stamp)
                 if flags & TICK_STATE_100HZ:
-                    self._publish_sea(st, stamp)
-                    self._publish_endpoint(st, stamp)
+                    g_model = self._publish_sea(st, stamp)
+                    self._publish_endpoint(st, stamp, g_model)
                     self._publish_robot_state(st)
                     self.interaction.publish(st, stamp)
                     if self.head is not None:
@@ -465,9 +465,10 @@ class RealtimeLoopNode:
         js.effort = st.effort.tolist()
         self.pub_js.publish(js)
 
-    def _publish_sea(self, st, stamp):
+    def _publish_sea(self, st, stamp) -> np.ndarray:
         """gravity_compensation_torques: the arm's setpoint beside its measured state, at a fixed 100 Hz
-        (whatever joint_state_publish_rate says — the motion controller reads the setpoint from it)."""
+        (whatever joint_state_publish_rate says — the motion controller reads the setpoint from it). Returns the
+        model's torques for the measured state and the commanded accelerations (the wrench estimate's too)."""
         a = self.n_arm
         q, v = st.position, st.velocity
         g = self.rm.gravity(q)
@@ -489,6 +490,7 @@ class RealtimeLoopNode:
         sea.crosstalk_model_effort = [0.0] * a
         sea.hystState = 0.0
         self.pub_sea.publish(sea)
+        return g_model
 
     def _endpoint(self, q, v, tip, stamp, wrench=None, rm=None, pose=None) -> EndpointState:
         """``pose``: the tip's placement when the caller has it already."""
@@ -508,20 +510,23 @@ class RealtimeLoopNode:
         es.valid = True
         return es
 
-    def _publish_endpoint(self, st, stamp):
+    def _publish_endpoint(self, st, stamp, tau_model: np.ndarray):
         q, v = st.position.copy(), st.velocity.copy()
-        w = self.wrench.update(q, v, st.cmd_acceleration, st.effort)
+        w = self.wrench.update(q, v, st.cmd_acceleration, st.effort, tau_model)  # (every tick: a filter)
         tip0 = self.cfg.tips[0]
         M = self.rm.fk(q, tip0)
         ep = self._endpoint(q, v, tip0, stamp, w, pose=M)
         self.pub_ep.publish(ep)
-        # the same wrench in the tip's own axes, for RViz (a WrenchStamped is drawn at its frame's origin)
-        R = M.rotation
-        ws = WrenchStamped()
-        ws.header.stamp, ws.header.frame_id = stamp, tip0
-        ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = R.T @ w[:3]
-        ws.wrench.torque.x, ws.wrench.torque.y, ws.wrench.torque.z = R.T @ w[3:]
-        self.pub_wrench.publish(ws)
+        if self.pub_wrench.get_num_connections():
+            # the same wrench in the tip's own axes, for RViz (a WrenchStamped is drawn at its frame's origin)
+            R = M.rotation
+            ws = WrenchStamped()
+            ws.header.stamp, ws.header.frame_id = stamp, tip0
+            ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = R.T @ w[:3]
+            ws.wrench.torque.x, ws.wrench.torque.y, ws.wrench.torque.z = R.T @ w[3:]
+            self.pub_wrench.publish(ws)
+        if not self.pub_tips.get_num_connections():
+            return  # (nobody listens: the tips' kinematics are not worked out)
         tips = EndpointStates()
         tips.header.stamp = stamp
         tips.header.frame_id = self.cfg.base_frame
@@ -560,7 +565,8 @@ class RealtimeLoopNode:
         hdr = rospy.Header(stamp=stamp)
         self.pub_detect.publish(CollisionDetectionState(header=hdr, collision_state=bool(o.collision_state[0])))
         active = [self.pair_names[k] for k in np.flatnonzero(o.pair_active > 0.5)]
-        self.pub_avoid.publish(CollisionAvoidanceState(header=hdr, other_arm=False, collision_object=active))
+        if self.pub_avoid.get_num_connections():
+            self.pub_avoid.publish(CollisionAvoidanceState(header=hdr, other_arm=False, collision_object=active))
         count = int(o.collisions[0])
         if count > self._collisions_seen:
             self._collisions_seen = count

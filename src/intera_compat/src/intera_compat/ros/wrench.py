@@ -20,8 +20,9 @@ class WrenchEstimator:
         self.residual = np.zeros(len(rm.joint_names))
         self.n_arm = rm.cfg.n_arm
 
-    def update(self, q, v, a_d, tau_meas) -> np.ndarray:
-        r = self.rm.rnea(q, v, a_d) - tau_meas
+    def update(self, q, v, a_d, tau_meas, tau_model=None) -> np.ndarray:
+        """``tau_model``: RNEA(q, v, a_d) when the caller has it already."""
+        r = (self.rm.rnea(q, v, a_d) if tau_model is None else tau_model) - tau_meas
         self.residual += self.alpha * (r - self.residual)
         J = self.rm.jacobian(q, self.tip)[:, : self.n_arm]
         JJt = J @ J.T + (self.lam ** 2) * np.eye(6)
