@@ -2,6 +2,8 @@
 and the results ring (the arm's answers, trajectories' results)."""
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from ..data.codes import POSITION_MODE
@@ -14,6 +16,19 @@ _FLAG_FIELDS = ("enabled", "stopped", "error", "estop_button", "estop_source", "
                 "traj_id", "traj_state", "traj_time", "traj_duration", "traj_segment", "traj_error", "traj_scaling",
                 "commands", "commands_superseded", "commands_ignored", "timeouts",
                 "limit_interventions", "following_interventions", "torque_guard_interventions", "clamped_effort")
+
+
+class _Scalars:
+    """Consecutive float64 fields of a record written from Python values in one C call (struct converts bools, ints
+    and floats itself; numpy's assignment from a tuple of mixed scalars cost ~4x as much)."""
+
+    def __init__(self, view: np.ndarray):
+        self.view = view  # (kept: the memoryview below refers to its memory)
+        self._mv = memoryview(view).cast("B")
+        self._pack = struct.Struct(f"={len(view)}d").pack_into
+
+    def write(self, *values) -> None:
+        self._pack(self._mv, 0, *values)
 
 
 class _Absent:
@@ -39,8 +54,8 @@ class Records:
         for block in (_HEAD_FIELDS, _FLAG_FIELDS):  # each block: consecutive scalars in exactly this order
             if any(off[f] != (off[block[0]][0] + k, 1) for k, f in enumerate(block)):
                 raise RuntimeError("the state record's layout and Records.publish disagree")
-        self._head = o.buf[off["time"][0]:off["time"][0] + len(_HEAD_FIELDS)]
-        self._flags = o.buf[off["enabled"][0]:off["enabled"][0] + len(_FLAG_FIELDS)]
+        self._head = _Scalars(o.buf[off["time"][0]:off["time"][0] + len(_HEAD_FIELDS)])
+        self._flags = _Scalars(o.buf[off["enabled"][0]:off["enabled"][0] + len(_FLAG_FIELDS)])
         absent = _Absent()
         self._limits = c.chain.get("joint_limits") or absent
         self._following = c.following or absent
@@ -73,13 +88,13 @@ class Records:
         hw, sp, r, cnt, t, ready = c.hw, c.sp, c.robot, c.counts, c.trajectory, c.arm_ready
         active = c.arbiter.active
         self.cycles += 1
-        self._head[:] = (now, self.cycles, c.mode_of.get(id(active), POSITION_MODE), c.source_ids.get(id(active), -1))
+        self._head.write(now, self.cycles, c.mode_of.get(id(active), POSITION_MODE), c.source_ids.get(id(active), -1))
         self._measured[:] = hw.block
         self._setpoint[:] = sp.block[:3]
         self._traj[:] = t.sample
         o = rec.local
         o.cmd_effort[:] = c.adapter.command.effort
-        self._flags[:] = (  # _FLAG_FIELDS, in that order
+        self._flags.write(  # _FLAG_FIELDS, in that order
             r.enabled and ready, r.stopped, r.error, r.estop_button, r.estop_source, r.ready and ready, r.homed,
             not sp.gravity, t.speed, c.fault_code, c.fault_joint, cnt["faults"],
             t.traj_id, t.state, t.time, t.traj.duration, t.segment, t.error, t.applied_scaling,
