@@ -31,46 +31,62 @@ limp for one joint at its limit.
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 
 from ..data.setpoint import Setpoint
 from ..data.state import HardwareCommand, HardwareState
 from ..model.robot_model import RobotModel
+from . import id_kernel
 from .base import ControlLaw
 
 
-STEADY_SPEED = 0.02  # rad/s: a joint this close to its reference's velocity learns any error (the module's doc)
+STEADY_SPEED = id_kernel.STEADY_SPEED  # rad/s: joints this near their reference's velocity learn any error
 
 
 class InverseDynamicsLaw(ControlLaw):
     def __init__(self, rm: RobotModel, kp, kd, ki, integral_limit, dt: float, viscous=None, coulomb=None,
                  friction_velocity: float = 0.02, effort_limit=None):
         self.rm = rm
-        self.kp = np.asarray(kp, float)
-        self.kd = np.asarray(kd, float)
-        self.ki_dt = np.asarray(ki, float) * dt
-        self.ilim = np.asarray(integral_limit, float)
-        self._nilim = -self.ilim
-        n = len(self.kp)
+        n = len(np.atleast_1d(np.asarray(kp, float)))
+        # the gains, one row each of the matrix the compiled kernel reads (``kp`` … are views: set in place)
+        self._gains = g = np.zeros((id_kernel.ROWS, n))
+        g[id_kernel.KP] = kp
+        g[id_kernel.KD] = kd
+        g[id_kernel.KI_DT] = np.asarray(ki, float) * dt
+        g[id_kernel.ILIM] = integral_limit
+        g[id_kernel.NILIM] = -g[id_kernel.ILIM]
+        if viscous is not None:
+            g[id_kernel.VISCOUS] = viscous
+        if coulomb is not None:
+            g[id_kernel.COULOMB] = coulomb
+        self.kp, self.kd, self.ki_dt = g[id_kernel.KP], g[id_kernel.KD], g[id_kernel.KI_DT]
+        self.ilim, self._nilim = g[id_kernel.ILIM], g[id_kernel.NILIM]
+        self.viscous, self.coulomb = g[id_kernel.VISCOUS], g[id_kernel.COULOMB]
         self.integral = np.zeros(n)  # rad/s² contribution
         self.a_cmd = np.zeros(n)
         self.gravity = np.zeros(n)  # of the last cycle where it was computed
         self._e = np.zeros(n)
-        self.viscous = np.zeros(n) if viscous is None else np.asarray(viscous, float)
-        self.coulomb = np.zeros(n) if coulomb is None else np.asarray(coulomb, float)
         self._inv_vf = 1.0 / friction_velocity
         self.friction = bool(np.any(self.viscous) or np.any(self.coulomb))
         self._f = np.zeros(n)
         self.effort_limit = None if effort_limit is None else np.asarray(effort_limit, float)[:n]
+        self._no_limit = np.full(n, np.inf)
         self._h, self._zero = np.zeros(n), np.zeros(n)
         self._M = np.zeros((n, n))
         self._asked, self._side, self._sat = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
-        self._band = self.ilim / np.maximum(self.kp, 1e-9)  # rad: the errors the integral learns from
+        g[id_kernel.BAND] = self.ilim / np.maximum(self.kp, 1e-9)  # rad: the errors the integral learns from
+        self._band = g[id_kernel.BAND]
         self._learn = np.zeros(n, dtype=bool)
         self._x = np.zeros(n)
         self._dv = np.zeros(n)
         self._steady = np.zeros(n, dtype=bool)
         self._at_limit = np.zeros(n, dtype=bool)  # last cycle: the joint's torque at its limit (no integration)
         self.scaled = 0  # cycles with a joint's torque at its limit (the others' worked out for its real motion)
+        # RNEA's inputs in pinocchio's order (the kernel writes them), and the model it runs on
+        self._perm = np.ascontiguousarray(rm.perm, dtype=np.int64)
+        self._qp, self._vp, self._ap = np.zeros(rm.model.nq), np.zeros(rm.model.nv), np.zeros(rm.model.nv)
+        self._pin_rnea = pin.rnea
+        id_kernel.warm()
 
     def reset(self) -> None:
         self.integral[:] = 0.0
@@ -120,66 +136,25 @@ class InverseDynamicsLaw(ControlLaw):
 
     def compute(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> None:
         q, v, free = hw.position, hw.velocity, sp.torque_only
-        e, a = self._e, self.a_cmd
-        learn, dv = self._learn, self._dv
-        any_free = np.count_nonzero(free) > 0
-        driven_moving = False  # (the brakes' stop, a torque-driven joint's motion: no model error)
-        if not self.freeze and any_free:
-            np.abs(v, out=dv)
-            np.greater(dv, STEADY_SPEED, out=learn)
-            learn &= free
-            driven_moving = bool(learn.any())
-        if not (self.freeze or driven_moving):
-            np.subtract(sp.q, q, out=e)
-            np.abs(e, out=dv)
-            np.less_equal(dv, self._band, out=learn)
-            np.subtract(sp.v, v, out=dv)
-            np.abs(dv, out=dv)
-            np.less_equal(dv, STEADY_SPEED, out=self._steady)
-            learn |= self._steady
-            np.greater(learn, self._at_limit, out=learn)  # (and not at its limit)
-            e *= self.ki_dt
-            e *= learn
-            self.integral += e
-            np.minimum(self.integral, self.ilim, out=self.integral)  # ufuncs: no np.clip wrapper overhead
-            np.maximum(self.integral, self._nilim, out=self.integral)
-        np.subtract(sp.q, q, out=e)
-        np.multiply(self.kp, e, out=a)
-        np.subtract(sp.v, v, out=e)
-        e *= self.kd
-        a += e
-        a += sp.a
-        a += self.integral
-        if any_free:
-            a[free] = 0.0
-            self.integral[free] = 0.0
+        a, x, tau = self.a_cmd, self._x, cmd.effort
+        # the integral (anti-windup), a = a_d + kp e + kd ė + ∫, x = the friction feed-forward, RNEA's inputs
+        any_free = id_kernel.before_rnea(sp.q, sp.v, sp.a, free, q, v, self._gains, self.integral, self._at_limit, a,
+                                         x, self._qp, self._vp, self._ap, self._perm, self.freeze, self.friction,
+                                         self._inv_vf)
         # what the law adds to the rigid body's torque: the friction feed-forward, less gravity where it is suppressed
         # (the torque limits hold for the sum: a saturated joint's limit leaves room for them)
-        x = self._x
-        x[:] = 0.0
-        if self.friction:
-            f = self._f
-            np.multiply(sp.v, self._inv_vf, out=f)
-            np.minimum(f, 1.0, out=f)
-            np.maximum(f, -1.0, out=f)
-            f *= self.coulomb
-            np.multiply(sp.v, self.viscous, out=e)
-            f += e
-            x += f
         g = self.gravity
         if any_free or not sp.gravity:
             self.rm.gravity(q, out=g)
             if not sp.gravity:
                 x -= g
-        tau = cmd.effort
-        self.rm.rnea(q, v, a, out=tau)
-        tau += x
+        rm = self.rm
         lim = self.effort_limit
-        if lim is not None and np.any(np.abs(tau) > lim):
+        if id_kernel.after_rnea(self._pin_rnea(rm.model, rm.data, self._qp, self._vp, self._ap), self._perm, x,
+                                self._no_limit if lim is None else lim, tau, self._at_limit):
             self._within(q, v, a, tau, lim, free, x)
             self._at_limit[:] = self._sat
-        else:
-            self._at_limit[:] = False
         if any_free:  # a torque-driven joint gets gravity compensation (unless suppressed) and the client's torque
+            e = self._e
             np.add(sp.tau, g, out=e) if sp.gravity else np.copyto(e, sp.tau)
             tau[free] = e[free]
