@@ -15,10 +15,11 @@ import numpy as np
 
 from ..data.setpoint import Setpoint
 from ..data.state import HardwareState
+from . import stream_kernel
 from .base import SetpointSource
 
 
-REST_SPEED = 1e-6  # rad/s: a streamed velocity this small is a joint at rest (its sign is rounding)
+REST_SPEED = stream_kernel.REST_SPEED  # rad/s: a streamed velocity this small is a joint at rest (its sign is rounding)
 
 
 class StreamSource(SetpointSource):
@@ -35,50 +36,23 @@ class StreamSource(SetpointSource):
         self._tmp = np.zeros(n)
         self._vel = np.zeros(n)
         self._acc = np.zeros(n)
-        self._te = np.zeros(n)  # per joint: how long the extrapolation runs (until its velocity reaches zero)
-        self._stop = np.zeros(n)
-        self._braking = np.zeros(n, dtype=bool)
         self.dir = np.zeros(n)  # per joint: the sign of the last non-zero velocity the stream gave it (0: none yet)
-        self._sv = np.zeros(n)
-        self._moving = np.zeros(n, dtype=bool)
+        stream_kernel.warm()
 
     def _extrapolate(self, tau: float, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> None:
         """The stored point ``tau`` seconds on: q = p + (v + a t/2) t, v + a t, a, with t = min(tau, the time a
-        braking joint's velocity takes to reach zero) per joint; a joint past that point rests there (v = a = 0)."""
-        te, stop, braking = self._te, self._stop, self._braking
-        np.sign(self.a, out=stop)  # (signs, not v·a: nothing overflows on huge values)
-        stop *= self.dir
-        np.less(stop, 0.0, out=braking)
-        te.fill(max(tau, 0.0))
-        np.divide(self.v, self.a, out=stop, where=braking)
-        np.abs(stop, out=stop, where=braking)  # (≥ 0 where braking: the time its velocity takes to reach zero)
-        np.minimum(te, stop, out=te, where=braking)
-        np.multiply(self.a, te, out=v)  # v = v + a t
-        np.multiply(v, 0.5, out=q)  # q = p + (v + a t/2) t
-        q += self.v
-        q *= te
-        q += self.p
-        v += self.v
-        a[:] = self.a
-        np.less(te, tau, out=braking)  # (at rest where the braking ran out)
-        np.copyto(v, 0.0, where=braking)
-        np.copyto(a, 0.0, where=braking)
+        braking joint's velocity takes to reach zero) per joint; a joint past that point rests there (v = a = 0).
+        (stream_kernel: compiled.)"""
+        stream_kernel.extrapolate(tau, self.p, self.v, self.a, self.dir, q, v, a)
 
     def _keep_direction(self) -> None:
         """A joint's direction of motion: its velocity's sign, kept while it is at rest (|v| ≤ ``REST_SPEED``: a
         profile's end instant computed in floating point comes as ±1e-16 rad/s, and its sign means nothing)."""
-        np.abs(self.v, out=self._sv)
-        np.greater(self._sv, REST_SPEED, out=self._moving)
-        np.sign(self.v, out=self._sv)
-        np.copyto(self.dir, self._sv, where=self._moving)
+        stream_kernel.keep_direction(self.v, self.dir)
 
     def _advance(self, tau: float) -> None:
         """Move the stored point ``tau`` seconds along its extrapolation (the direction of motion carries on)."""
-        self._extrapolate(tau, self._tmp, self._vel, self._acc)
-        self.p[:] = self._tmp
-        self.v[:] = self._vel
-        self.a[:] = self._acc
-        self._keep_direction()
+        stream_kernel.advance(tau, self.p, self.v, self.a, self.dir, self._tmp, self._vel, self._acc)
 
     def accept(self, mask: np.ndarray, position, velocity, acceleration, now: float) -> None:
         i = self.idx
@@ -110,7 +84,7 @@ class StreamSource(SetpointSource):
         self.t0 = now
 
     def update(self, now: float, hw: HardwareState, sp: Setpoint) -> int:
-        q, v, a = self._tmp, self._vel, self._acc
-        self._extrapolate(now - self.t0, q, v, a)  # (the safety chain keeps v within the limits)
-        sp.track(self.idx, q, v, a)
+        # the extrapolation, tracked (sp.track) on the source's joints (the safety chain keeps v within the limits)
+        stream_kernel.sample(now - self.t0, self.p, self.v, self.a, self.dir, self._tmp, self._vel, self._acc,
+                             sp.block, sp.torque_only, sp.fixed, self.idx.start)
         return 0
