@@ -14,6 +14,7 @@ from ..data.faults import FAULT_CONTROLLER_ERROR, FAULT_HARDWARE_ESTOP, FAULT_LI
 from ..data.state import Capability, CommandMode, HardwareCommand, HardwareState
 from ..model.mujoco_model import link_frames, load_mujoco
 from ..model.robot_model import RobotModel
+from . import sim_kernel
 from .base import Backend
 
 
@@ -94,6 +95,8 @@ class SimBackend(Backend):
         self._xfrc = d.xfrc_applied
         self._n_obstacles = len(self.obstacles)  # the scene's geoms come first in the model
         self._contact = np.zeros(self.m.nv)
+        self._qadr64, self._dadr64 = self._qadr.astype(np.int64), self._dadr.astype(np.int64)  # (the kernels' type)
+        sim_kernel.warm()
         # pushes (apply_wrench / push): one per body, each a wrench at a link frame's origin, re-applied at the
         # body's centre of mass every step (the frame turns with the body) until its end (sim time)
         self._links, self._fixed = pushable_links(self.rm)
@@ -207,31 +210,24 @@ class SimBackend(Backend):
         mujoco.mj_forward(self.m, self.d)
 
     def read(self, state: HardwareState) -> None:
-        self._qpos.take(self._qadr, out=state.position)
-        self._qvel.take(self._dadr, out=state.velocity)
         # measured joint torque: what the motor delivers net of the constraint forces (dry friction,
         # joint-limit stops) — not the command
-        self._qfrc_act.take(self._dadr, out=state.effort)
-        self._qfrc_pas.take(self._dadr, out=self._tmp)
-        state.effort += self._tmp
         con = self._qfrc_con
-        if self.d.ncon:  # leave the contacts' share out: the sensor sits inside the joint
-            d = self.d
+        d = self.d
+        if d.ncon:  # leave the contacts' share out: the sensor sits inside the joint
             start = d.ne + d.nf + d.nl
             J = d.efc_J.reshape(d.nefc, self.m.nv)  # dense (the plant's option says so)
             np.dot(d.efc_force[start:d.nefc], J[start:], out=self._contact)
             np.subtract(con, self._contact, out=self._contact)
             con = self._contact
-        con.take(self._dadr, out=self._tmp)
-        state.effort += self._tmp
+        sim_kernel.read(self._qpos, self._qvel, self._qfrc_act, self._qfrc_pas, con, self._qadr64, self._dadr64,
+                        state.position, state.velocity, state.effort)
         self._report_fault(state)
 
     def write(self, command: HardwareCommand) -> None:
         if command.mode != CommandMode.TORQUE:
             raise ValueError("the MuJoCo Sawyer is torque-driven")
-        ctrl = self._ctrl
-        np.maximum(command.effort, self._lo, out=ctrl)
-        np.minimum(ctrl, self._hi, out=ctrl)
+        sim_kernel.clip(command.effort, self._lo, self._hi, self._ctrl)
         if self._pushed:
             self._apply_pushes()
         mujoco.mj_step(self.m, self.d)
