@@ -79,3 +79,10 @@ class Setpoint:
         self.tau[i] = 0.0
         self.torque_only[i] = False
         self.fixed[i] = fixed
+
+    def track_rows(self, i: slice, rows: np.ndarray, fixed: bool = False) -> None:
+        """``track`` with the reference in one (4, m) array: rows q, v, a and a zero row (the torque) — three
+        assignments instead of six (``block``: the record from ``zeros``)."""
+        self.block[:, i] = rows
+        self.torque_only[i] = False
+        self.fixed[i] = fixed

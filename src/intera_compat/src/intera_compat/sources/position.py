@@ -45,7 +45,7 @@ class PositionSource(SetpointSource):
         it = self.interp
         if not it.update():
             return FAULT_INTERPOLATOR
-        sp.track(self.idx, it.q, it.v, it.a)
+        sp.track_rows(self.idx, it.qva)  # (q, v, a and a zero torque)
         return 0
 
     def rebase(self, sp: Setpoint) -> None:
