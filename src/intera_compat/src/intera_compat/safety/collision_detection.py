@@ -33,6 +33,7 @@ import pinocchio as pin
 
 from ..data.state import HardwareState
 from ..model.robot_model import RobotModel
+from . import kernels
 from .base import SafetyContext, SafetyPlugin
 
 NONE, IMPACT, SQUISH, OVER_WRENCH = 0, 1, 2, 3
@@ -52,31 +53,33 @@ class CollisionDetection(SafetyPlugin):
         self.data = m.createData()
         n = len(rm.joint_names)
         self.n_arm = n_arm
-        self.impact_thr = np.full(n, np.inf)
-        self.impact_thr[:n_arm] = impact
-        self.squish_thr = np.full(n, np.inf)
-        self.squish_thr[:n_arm] = squish
-        if (self.impact_thr[:n_arm] <= 0).any() or (self.squish_thr[:n_arm] <= 0).any():
-            raise ValueError("collision detection thresholds must be > 0")
         self.force_thr, self.torque_thr = force, torque
         self.K = observer_gain
         self.lp = dt / impact_filter  # low-pass coefficient of the impact filter
         self.impact_hold, self.squish_hold, self.wrench_hold = impact_hold, squish_hold, wrench_hold
         self.tip_id = rm.frame_id(tip)
         self.perm = rm.perm
-        self._q, self._v = np.zeros(m.nq), np.zeros(m.nv)
-        self._tau = np.zeros(m.nv)
-        self._p = np.zeros(m.nv)
+        self._qvt = np.zeros((3, m.nv))  # q, q̇, τ in pinocchio order
+        self._q, self._v, self._tau = self._qvt
         self._zero = np.zeros(m.nv)
-        self._beta = np.zeros(m.nv)
-        self.integral = np.zeros(m.nv)
-        self.r_pin = np.zeros(m.nv)
-        self.residual = np.zeros(n)  # τ_ext estimate, config order (published)
-        self.slow = np.zeros(n)
-        self.fast = np.zeros(n)
-        self._x = np.zeros(n)
-        self._t = np.zeros(n)
-        self.allow = np.zeros(n)  # Nm per joint: external torque the interaction controller asks for
+        # the observer's state (kernels.observe): integral, r (pinocchio order), residual, slow, fast, scratch
+        self._S = np.zeros((6, n))
+        self.integral, self.r_pin = self._S[0], self._S[1]
+        self.residual = self._S[2]  # τ_ext estimate, config order (published)
+        self.slow, self.fast = self._S[3], self._S[4]
+        # squish and impact thresholds, and what the interaction controller pushes with (``allow``)
+        self._T = np.zeros((3, n))
+        self.squish_thr, self.impact_thr, self.allow = self._T  # Nm per joint: external torque the controller asks for
+        self.squish_thr[:] = self.impact_thr[:] = np.inf
+        self.impact_thr[:n_arm] = impact
+        self.squish_thr[:n_arm] = squish
+        if (self.impact_thr[:n_arm] <= 0).any() or (self.squish_thr[:n_arm] <= 0).any():
+            raise ValueError("collision detection thresholds must be > 0")
+        self._par = np.array([dt, self.K, self.lp])
+        self._ratios = np.zeros(4)  # squish joint, squish ratio, impact joint, impact ratio (kernels.observe)
+        self._perm = np.ascontiguousarray(self.perm, dtype=np.intp)
+        self._inv = np.argsort(self._perm)  # pinocchio index → config index
+        kernels.warm(n)
         self.allow_force = 0.0  # N, Nm: the same at the tip
         self.allow_torque = 0.0
         self.wrench = np.zeros(6)
@@ -92,29 +95,17 @@ class CollisionDetection(SafetyPlugin):
         self.count = 0
 
     def _observe(self, hw: HardwareState) -> None:
-        m, d = self.model, self.data
-        q, v = self.rm.to_pin(hw.position, self._q), self.rm.to_pin(hw.velocity, self._v)
-        self.rm.to_pin(hw.effort, self._tau)
+        """The observer's step (``kernels.observe``); the squish and impact ratios in ``_ratios``."""
+        m, d, qvt = self.model, self.data, self._qvt
+        np.take(hw.block, self._inv, axis=1, out=qvt)  # q, q̇, τ → pinocchio order
+        q, v = self._q, self._v
         g = pin.computeGeneralizedGravity(m, d, q)
-        np.subtract(pin.rnea(m, d, q, self._zero, v), g, out=self._p)  # p = M q̇ (RNEA with q̇ as acceleration)
+        h = pin.rnea(m, d, q, self._zero, v)  # M q̇ + g (RNEA with q̇ as acceleration)
         C = pin.computeCoriolisMatrix(m, d, q, v)
         if not self._started:
-            self.integral[:] = self._p  # r starts at 0
+            np.subtract(h, g, out=self.integral)  # r starts at 0
             self._started = True
-        # β = τ + Cᵀ q̇ − g + r, integrated; r = K (p − ∫β)
-        np.dot(v, C, out=self._beta)  # Cᵀ q̇
-        self._beta += self._tau
-        self._beta -= g
-        self._beta += self.r_pin
-        self._beta *= self.dt
-        self.integral += self._beta
-        np.subtract(self._p, self.integral, out=self.r_pin)
-        self.r_pin *= self.K
-        self.r_pin.take(self.perm, out=self.residual)
-        # impact filter: fast = r − low-pass(r)
-        np.subtract(self.residual, self.slow, out=self.fast)
-        np.multiply(self.fast, self.lp, out=self._x)
-        self.slow += self._x
+        kernels.observe(self._S, v, self._tau, g, h, C, self._T, self._perm, self._par, self._ratios)
 
     def on_state(self, hw: HardwareState) -> int:
         self._observe(hw)
@@ -125,11 +116,7 @@ class CollisionDetection(SafetyPlugin):
             self.state, self.hold_until = NONE, -1.0
             return 0
         # squish: while it lasts (hysteresis: until half the threshold), at least squish_hold
-        np.abs(self.residual, out=self._x)
-        np.add(self.squish_thr, self.allow, out=self._t)
-        self._x /= self._t
-        k = int(self._x.argmax())
-        squish = self._x[k]
+        ks, squish, ki, impact = self._ratios.tolist()  # |r| / (squish + allow), |fast| / (impact + allow)
         if self.state == SQUISH and now >= self.hold_until and squish < 0.5:
             self.state = NONE
         if self.state != NONE and now < self.hold_until:
@@ -139,13 +126,13 @@ class CollisionDetection(SafetyPlugin):
         if self.state != NONE and self.state != SQUISH:
             self.state = NONE  # an impact / over-wrench hold ran out
         if squish > 1.0:
-            return self._trip(SQUISH, k, self.residual[k], self._t[k], squish, now + self.squish_hold)
-        np.abs(self.fast, out=self._x)
-        np.add(self.impact_thr, self.allow, out=self._t)
-        self._x /= self._t
-        k = int(self._x.argmax())
-        if self._x[k] > 1.0:
-            return self._trip(IMPACT, k, self.fast[k], self._t[k], self._x[k], now + self.impact_hold)
+            k = int(ks)
+            return self._trip(SQUISH, k, self.residual[k], self.squish_thr[k] + self.allow[k], squish,
+                              now + self.squish_hold)
+        if impact > 1.0:
+            k = int(ki)
+            return self._trip(IMPACT, k, self.fast[k], self.impact_thr[k] + self.allow[k], impact,
+                              now + self.impact_hold)
         if squish > 0.25:  # only worth a Jacobian when the joints feel something
             self._estimate_wrench()
             f, t = np.linalg.norm(self.wrench[:3]), np.linalg.norm(self.wrench[3:])
