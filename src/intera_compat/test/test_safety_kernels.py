@@ -67,3 +67,91 @@ def test_no_kernel_compiles_in_the_cycles():
             L.send(POSITION_MODE, L.cfg.joint_names, position=target)
         L.step()
     assert {f: len(f.signatures) for f in jitted} == before
+
+
+def _with_bad(rng, x):
+    """Some entries NaN or ±inf, sometimes."""
+    if rng.random() < 0.5:
+        m = rng.random(x.shape) < 0.1
+        x[m] = rng.choice([np.nan, np.inf, -np.inf], size=int(m.sum()))
+    return x
+
+
+def _first_bad(x):
+    bad = np.flatnonzero(~np.isfinite(x))
+    return int(bad[0] % x.shape[-1]) if len(bad) else -1
+
+
+@settings(max_examples=300, deadline=None)
+@given(SEEDS)
+def test_finite_kernels_are_the_numpy_checks(seed):
+    rng = np.random.default_rng(seed)
+    b = _with_bad(rng, rng.normal(0, 50, (3, N)))
+    w = _with_bad(rng, rng.normal(0, 50, 6))
+    last = rng.normal(size=N)
+    want_last = b[0].copy() if _first_bad(b) < 0 else last.copy()
+    j = kernels.finite_state(b, w, last)
+    want = _first_bad(b)
+    assert j == (want if want >= 0 else (-1 if _first_bad(w) < 0 else -2))
+    assert np.array_equal(last, want_last)
+    sp = _with_bad(rng, rng.normal(0, 50, (4, N)))
+    last = rng.normal(size=N)
+    want_last = sp[0].copy() if _first_bad(sp) < 0 else last.copy()
+    assert kernels.finite_setpoint(sp, last) == _first_bad(sp)
+    assert np.array_equal(last, want_last)
+    cmd = _with_bad(rng, rng.normal(0, 50, (3, N)))
+    last, lim = rng.normal(0, 30, (3, N)), np.abs(rng.normal(0, 60, N)) + 1.0
+    np.clip(last[0], -lim, lim, out=last[0])
+    want_cmd, want_j = cmd.copy(), _first_bad(cmd)
+    if want_j >= 0:
+        want_cmd[:] = last
+    over = bool(np.count_nonzero(np.abs(want_cmd[0]) > lim))
+    if over:
+        np.clip(want_cmd[0], -lim, lim, out=want_cmd[0])
+    j, o = kernels.finite_output(cmd, last, lim)
+    assert (j, o) == (want_j, over)
+    assert np.array_equal(cmd, want_cmd) and np.array_equal(last, want_cmd)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SEEDS)
+def test_limit_kernels_are_the_numpy_check_and_clamp(seed):
+    rng = np.random.default_rng(seed)
+    s = rng.choice([1e-4, 1e-2, 1.0])
+    sp = _with_bad(rng, rng.normal(0, s, (4, N))) if rng.random() < 0.2 else rng.normal(0, s, (4, N))
+    pp = rng.normal(0, s, (2, N))
+    L = np.abs(rng.normal(0, s, (11, N)))
+    L[3:5] *= -1.0
+    L[5:8] *= -1.0
+    B = np.zeros((6, N), dtype=bool)
+    B[5] = rng.random(N) < 0.1
+    X, dt = np.zeros((8, N)), 1e-3
+    x5 = np.stack([sp[0] - pp[0], sp[0] - pp[0] - pp[1], sp[1] * dt - pp[1], pp[0] - L[8], L[5] - pp[0]])
+    x5[:3] = np.abs(x5[:3])
+    b5 = x5 > L[:5]
+    flagged = bool(np.count_nonzero(b5) or np.count_nonzero(B[5]))
+    assert kernels.limits_check(X, L, B, sp, pp, dt) == flagged
+    assert np.array_equal(X[:5], x5, equal_nan=True) and np.array_equal(B[:5], b5)
+    x3 = np.minimum(np.maximum(sp[:3], L[5:8]), L[8:11])
+    changed = bool(np.count_nonzero(x3 != sp[:3]))
+    want = sp.copy()
+    if changed:
+        want[:3] = x3
+    assert kernels.limits_clamp(X, L, sp) == changed
+    assert np.array_equal(sp, want, equal_nan=True)
+    q = rng.normal(size=N)
+    want = np.stack([q, q - pp[0]])
+    kernels.limits_commit(pp, q, True)
+    assert np.array_equal(pp, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(SEEDS)
+def test_following_kernel_is_the_numpy_error(seed):
+    rng = np.random.default_rng(seed)
+    q, pos = rng.normal(size=N), rng.normal(size=N)
+    free = rng.random(N) < 0.3
+    e = np.where(free, 0.0, q - pos)
+    E = np.zeros((2, N))
+    assert kernels.following(E, q, pos, free) == np.abs(e).max()
+    assert np.array_equal(E[0], e) and np.array_equal(E[1], np.abs(e))

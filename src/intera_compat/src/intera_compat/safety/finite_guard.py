@@ -24,6 +24,7 @@ import numpy as np
 from ..data.faults import FAULT_NON_FINITE_OUTPUT, FAULT_NON_FINITE_SETPOINT, FAULT_NON_FINITE_STATE
 from ..data.setpoint import Setpoint
 from ..data.state import HardwareCommand, HardwareState
+from . import kernels
 from .base import SafetyPlugin
 
 
@@ -54,16 +55,16 @@ class FiniteGuard(SafetyPlugin):
         self._abs = np.zeros(n)
         self._over = np.zeros(n, dtype=bool)
         self.clamped = 0  # cycles in which the final clamp cut an effort (an earlier stage let it through)
+        kernels.warm(n)
 
     def reset(self, hw: HardwareState, sp: Setpoint) -> None:
         self.last_q[:] = sp.q
 
     def on_state(self, hw: HardwareState) -> int:
         b = hw.block  # position, velocity, effort
-        j = _first_bad(b, self._zeros)
+        j = kernels.finite_state(b, hw.wrench, self.last_measured)  # (all finite: last_measured ← position)
         if j < 0:
-            self.last_measured[:] = hw.position
-            if _first_bad(hw.wrench, self._zeros) < 0:
+            if j == -1:
                 return 0
             hw.wrench[:] = 0.0  # a broken force/torque sensor: nothing may act on its reading
             self.fault_joint = -1
@@ -84,16 +85,24 @@ class FiniteGuard(SafetyPlugin):
         sp.tau[:] = 0.0
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
-        j = _first_bad(sp.block, self._zeros)
+        j = kernels.finite_setpoint(sp.block, self.last_q)  # (all finite: last_q ← q)
         if j >= 0:
             self.fault_joint = j
             self.interventions += 1
             self._hold_last(sp)
             return FAULT_NON_FINITE_SETPOINT
-        self.last_q[:] = sp.q
         return 0
 
     def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
+        lim = self.effort_limit
+        if lim is not None:  # the check, the replay, the clamp and the copy in one kernel
+            j, over = kernels.finite_output(cmd.block, self.last_cmd, lim)
+            self.clamped += over
+            if j < 0:
+                return 0
+            self.fault_joint = j
+            self.interventions += 1
+            return FAULT_NON_FINITE_OUTPUT
         code = 0
         j = _first_bad(cmd.block, self._zeros)
         if j >= 0:

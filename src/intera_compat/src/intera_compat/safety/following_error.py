@@ -18,6 +18,7 @@ import numpy as np
 from ..data.faults import FAULT_FOLLOWING_ERROR
 from ..data.setpoint import Setpoint
 from ..data.state import HardwareState
+from . import kernels
 from .base import SafetyPlugin
 
 
@@ -31,19 +32,16 @@ class FollowingError(SafetyPlugin):
         self.window, self.fault_window = float(window), float(fault_window)
         lag = 0.0 if vmax is None else np.asarray(vmax, float) ** 2 / (2.0 * np.asarray(amax, float))
         self.fault_limit = self.fault_window + lag + np.zeros(n)
-        self.err = np.zeros(n)
-        self._abs = np.zeros(n)
+        self._E = np.zeros((2, n))
+        self.err, self._abs = self._E  # the error, its magnitude (kernels.following)
         self._moving = np.zeros(n)
         self._out = np.zeros(n, dtype=bool)
         self.max_error = 0.0  # of the last cycle, rad (tracked joints)
+        kernels.warm(n)
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         e, ae = self.err, self._abs
-        np.subtract(sp.q, hw.position, out=e)
-        np.copyto(e, 0.0, where=sp.torque_only)
-        np.abs(e, out=ae)
-        j = int(ae.argmax())
-        self.max_error = float(ae[j])
+        self.max_error = kernels.following(self._E, sp.q, hw.position, sp.torque_only)  # e = q − measured, |e|
         sp.any_windowed = False
         if self.max_error <= self.window and not sp.shaped:
             return 0  # (unshaped: the source's reference is the one checked)

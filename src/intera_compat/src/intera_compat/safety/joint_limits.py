@@ -20,6 +20,7 @@ import numpy as np
 
 from ..data.setpoint import Setpoint, clamp, stopping_step
 from ..data.state import HardwareState
+from . import kernels
 from .base import SafetyPlugin
 
 
@@ -47,21 +48,23 @@ class JointLimits(SafetyPlugin):
         self.dstep = self.amax * dt * dt * margin  # largest change of the step per cycle (acceleration)
         self._thr = self.dstep + tolerance
         n = len(self.lower)
-        # rows q, v, a of the setpoint block against their ranges, all in one clamp
-        self._lo3 = np.stack([self.lower, -self.vmax, -self.amax])
-        self._hi3 = np.stack([self.upper, self.vmax, self.amax])
-        self.lower, self.upper = self._lo3[0], self._hi3[0]  # the position range in force (set_range)
-        self._x3 = np.zeros((3, n))
-        self._b3 = np.zeros((3, n), dtype=bool)
         # the check, in one comparison: the step, its change, the feed-forward's change against v_max·dt, a_max·dt²
         # (+ seam tolerance); then how near the upper and the lower limit the reference is (prev − upper,
         # lower − prev) against −reach: the stopping distance from the largest step the check lets through
         # (v_max·dt·margin, braking by dstep a cycle) plus a step of slack — farther, every such step stops in time
         reach = self.step * (self.step + self.dstep) / (2.0 * self.dstep) + self.step
-        self._x5 = np.zeros((5, n))
+        # one buffer of limits for the kernels (kernels.limits_check, limits_clamp): rows 0-4 the check's thresholds,
+        # 5-7 lower q, v, a, 8-10 upper q, v, a (rows q, v, a of the setpoint block against their ranges, one clamp)
+        self._L = np.concatenate([np.stack([self.step, self._thr, self._thr, -reach, -reach]),
+                                  np.stack([self.lower, -self.vmax, -self.amax]),
+                                  np.stack([self.upper, self.vmax, self.amax])])
+        self._thr5, self._lo3, self._hi3 = self._L[:5], self._L[5:8], self._L[8:]
+        self.lower, self.upper = self._lo3[0], self._hi3[0]  # the position range in force (set_range)
+        self._X = np.zeros((8, n))  # the check's values (5 rows), then the clamped q, v, a
+        self._x5, self._x3 = self._X[:5], self._X[5:]
         self._x3c = self._x5[:3]
         self._xd, self._xdd, self._xv, self._xu, self._xl = self._x5
-        self._thr5 = np.stack([self.step, self._thr, self._thr, -reach, -reach])
+        self._b3 = np.zeros((3, n), dtype=bool)
         # ... flagged, and a row for the joints shaped last cycle (_hand_back): any of them → _flagged
         self._b6 = np.zeros((6, n), dtype=bool)
         self._b5, self._b3c, self._bnear, self._sticky = self._b6[:5], self._b6[:3], self._b6[3:5], self._b6[5]
@@ -74,13 +77,14 @@ class JointLimits(SafetyPlugin):
         self._lhi, self._llo = self._g2  # (then the steps that still stop on them: ≥ 0 toward upper, ≤ 0 toward lower)
         self._bb, self._g, self._src_prev = np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n)
         self._dstep_hb = self.dstep * (1.0 + 1e-9)  # (a shaped step's change is dstep exactly, rounded)
-        self.prev = np.zeros(n)  # last cycle's reference
-        self.pd = np.zeros(n)  # its last step (rad per cycle)
+        self._pp = np.zeros((2, n))
+        self.prev, self.pd = self._pp  # last cycle's reference, its last step (rad per cycle)
         self._d, self._lo, self._hi, self._t, self._u, self._c, self._w = (np.zeros(n) for _ in range(7))
         self._free, self._m = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         self._r, self._rb, self._brk, self._up = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, bool)
         self._past = np.zeros(n, dtype=bool)
         self._primed = False
+        kernels.warm(n)
 
     def set_range(self, lower: np.ndarray, upper: np.ndarray) -> None:
         """The position range in force from now on (the safety bypass widens it)."""
@@ -96,35 +100,21 @@ class JointLimits(SafetyPlugin):
         self._primed = True
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
-        q = sp.q
         changed = sp.shaped = False
-        if self._primed:  # (torque-driven joints may be flagged too: _shape leaves them alone)
-            x, prev = self._x3c, self.prev
-            np.subtract(q, prev, out=self._xd)  # the step
-            np.subtract(self._xd, self.pd, out=self._xdd)  # its change (acceleration)
-            np.multiply(sp.v, self.dt, out=self._xv)
-            self._xv -= self.pd  # the feed-forward's change
-            np.abs(x, out=x)
-            np.subtract(prev, self.upper, out=self._xu)  # (the range in force: set_range changes it)
-            np.subtract(self.lower, prev, out=self._xl)
-            np.greater(self._x5, self._thr5, out=self._b5)
-            if np.count_nonzero(self._b6) and self._flagged(sp):
-                self._shape(sp)
-                changed = sp.shaped = True
-        # position range, velocity and acceleration (count_nonzero: ~7x cheaper than .any() on a few bools)
-        qva, x = sp.block[:3], self._x3
-        clamp(qva, self._lo3, self._hi3, x)
-        if np.count_nonzero(np.not_equal(x, qva, out=self._b3)):
-            qva[:] = x
+        # (torque-driven joints may be flagged too: _shape leaves them alone)
+        if self._primed and kernels.limits_check(self._X, self._L, self._b6, sp.block, self._pp, self.dt) \
+                and self._flagged(sp):
+            self._shape(sp)
+            changed = sp.shaped = True
+        # position range, velocity and acceleration (rows q, v, a of the block, in place)
+        if kernels.limits_clamp(self._X, self._L, sp.block):
             changed = True
         self.interventions += changed
         return 0
 
     def commit(self, sp: Setpoint) -> None:
         """The final reference (after the following-error window too) is where the next cycle starts."""
-        if self._primed:
-            np.subtract(sp.q, self.prev, out=self.pd)
-        self.prev[:] = sp.q
+        kernels.limits_commit(self._pp, sp.q, self._primed)  # pd ← q − prev (primed), prev ← q
         self._primed = True
 
     def _flagged(self, sp: Setpoint) -> bool:
