@@ -10,11 +10,12 @@ N = 8
 SEEDS = st.integers(0, 2**32 - 1)
 
 
-def _close(a, b):
-    assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (a, b)
+def _close(a, b, scale=1.0):
+    """Equal to the rounding of a mat-vec of values of ``scale`` (products ~ scale², summed in BLAS's own order)."""
+    assert np.allclose(a, b, rtol=1e-12, atol=1e-12 * max(1.0, scale * scale)), (a, b)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(SEEDS, st.booleans())
 def test_observe_is_the_numpy_observer(seed, big):
     rng = np.random.default_rng(seed)
@@ -39,10 +40,10 @@ def test_observe_is_the_numpy_observer(seed, big):
     out = np.zeros(4)
     kernels.observe(S, v, tau, g, h, C, T, perm, np.array([dt, K, lp]), out)
     for a, b in ((S[0], integral), (S[1], r), (S[2], res), (S[3], slow), (S[4], fast)):
-        _close(a, b)
+        _close(a, b, s)
     # (the ratios to the mat-vec's rounding: BLAS sums in its own order)
-    assert int(out[0]) == int(np.argmax(x)) and np.isclose(out[1], x[int(out[0])], rtol=1e-12, atol=0)
-    assert int(out[2]) == int(np.argmax(y)) and np.isclose(out[3], y[int(out[2])], rtol=1e-12, atol=0)
+    assert int(out[0]) == int(np.argmax(x)) and np.isclose(out[1], x[int(out[0])], rtol=1e-9, atol=0)
+    assert int(out[2]) == int(np.argmax(y)) and np.isclose(out[3], y[int(out[2])], rtol=1e-9, atol=0)
 
 
 def test_argmax_is_numpys_with_nans():

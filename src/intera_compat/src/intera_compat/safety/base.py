@@ -65,6 +65,7 @@ class SafetyChain:
         self.fault_code = 0
         self.fault_joint = -1
         self._state = [p for p in self.plugins if type(p).on_state is not SafetyPlugin.on_state]
+        self._setpoint = [p for p in self.plugins if type(p).on_setpoint is not SafetyPlugin.on_setpoint]
         self._commit = [p for p in self.plugins if type(p).commit is not SafetyPlugin.commit]
         self._final = [p for p in self.plugins if p.final_output]
         self._output = [p for p in self.plugins if not p.final_output
@@ -90,7 +91,7 @@ class SafetyChain:
 
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
         np.copyto(sp.source_q, sp.q)
-        for p in self.plugins:
+        for p in self._setpoint:  # (the base's on_setpoint does nothing: only the plugins that override it)
             code = p.on_setpoint(hw, sp)
             if code:
                 return self._result(p, code)

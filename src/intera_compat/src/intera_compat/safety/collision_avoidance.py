@@ -41,6 +41,7 @@ from ..data.faults import FAULT_NON_FINITE_OUTPUT
 from ..data.setpoint import Setpoint
 from ..data.state import HardwareCommand, HardwareState
 from ..model.robot_model import RobotModel
+from . import kernels
 from .base import SafetyContext, SafetyPlugin
 
 
@@ -264,6 +265,7 @@ class CollisionAvoidance(SafetyPlugin):
         self.in_zone = 0
         self.repelling = 0
         self.engaged = False
+        kernels.warm(n)
 
     # ---- the step limit ------------------------------------------------------------------
     def on_setpoint(self, hw: HardwareState, sp: Setpoint) -> int:
@@ -274,12 +276,8 @@ class CollisionAvoidance(SafetyPlugin):
         self.engaged = ctx.avoidance and ctx.active
         if not self.engaged or ctx.trajectory or not self._primed:
             return 0
-        step = self._step
-        np.subtract(sp.q, self.prev, out=step)
-        np.copyto(step, 0.0, where=sp.torque_only)
-        np.abs(step, out=self._r)
-        self._r /= self.step_max
-        used = max(self._r.tolist())  # the step as a fraction of the block speed (1.5 v_max per cycle)
+        step = self._step  # (0 for torque-driven joints) and the step as a fraction of the block speed (1.5 v_max per cycle)
+        used = kernels.step_fraction(step, sp.q, self.prev, sp.torque_only, self.step_max, self._r)
         if used == 0.0:
             return 0
         span = self.zone - self.ref_padding

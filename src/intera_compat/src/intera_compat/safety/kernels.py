@@ -136,6 +136,44 @@ def finite_output(block, last, lim):
     return j, over
 
 
+# ---- torque_guard ------------------------------------------------------------------------------------------------
+@_jit
+def clip_over(tau, lim):
+    """``tau`` clipped to ±``lim`` where some |τ| is over it: 0 none over, 1 clipped, 2 some over but a value is
+    non-finite (left as it is: no clip turns an inf into a full effort, finite_guard faults on it)."""
+    over = False
+    finite = True
+    for i in range(tau.shape[0]):
+        if abs(tau[i]) > lim[i]:
+            over = True
+        if not np.isfinite(tau[i]):
+            finite = False
+    if not over:
+        return 0
+    if not finite:
+        return 2
+    for i in range(tau.shape[0]):
+        t, l = tau[i], lim[i]
+        if t < -l:
+            t = -l
+        if t > l:
+            t = l
+        tau[i] = t
+    return 1
+
+
+# ---- collision_avoidance -----------------------------------------------------------------------------------------
+@_jit
+def step_fraction(step, q, prev, free, step_max, r):
+    """step ← q − prev (0 where ``free``: torque-driven), r ← |step| / step_max; its largest value (the step as a
+    fraction of the block speed)."""
+    for i in range(q.shape[0]):
+        x = 0.0 if free[i] else q[i] - prev[i]
+        step[i] = x
+        r[i] = abs(x) / step_max[i]
+    return r.max()
+
+
 # ---- joint_limits ------------------------------------------------------------------------------------------------
 @_jit
 def limits_check(X, L, B, sp, pp, dt):
@@ -226,3 +264,5 @@ def warm(n: int = 8) -> None:
     limits_clamp(X, L, b4)
     limits_commit(pp, f, True)
     following(np.zeros((2, n)), f, f, b)
+    clip_over(np.zeros(n), np.ones(n))
+    step_fraction(np.zeros(n), f, f, b, np.ones(n), np.zeros(n))

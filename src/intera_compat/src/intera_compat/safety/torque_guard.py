@@ -15,6 +15,7 @@ import numpy as np
 
 from ..data.setpoint import Setpoint
 from ..data.state import HardwareCommand, HardwareState
+from . import kernels
 from .base import SafetyPlugin
 
 
@@ -23,7 +24,7 @@ class TorqueGuard(SafetyPlugin):
 
     def __init__(self, lower, upper, vmax, emax, zone: float = 0.15, overspeed: float = 0.1):
         super().__init__()
-        self.emax = np.asarray(emax, float)
+        self.emax = np.ascontiguousarray(emax, dtype=float)
         self.effort_limit = self.emax  # (the chain's final stage enforces it too: SafetyChain)
         self.vmax = np.asarray(vmax, float)
         self.soft_lo = np.asarray(lower, float) + zone
@@ -35,6 +36,7 @@ class TorqueGuard(SafetyPlugin):
         self._t, self._u = np.zeros(n), np.zeros(n)
         self._b = np.zeros(n, dtype=bool)
         self.clamped = 0  # cycles with a clamped effort
+        kernels.warm(n)
 
     def on_output(self, hw: HardwareState, sp: Setpoint, cmd: HardwareCommand) -> int:
         tau = cmd.effort
@@ -64,10 +66,8 @@ class TorqueGuard(SafetyPlugin):
                 t *= self.d_speed
                 tau -= t
                 self.interventions += 1
-        np.abs(tau, out=self._u)
-        if np.count_nonzero(np.greater(self._u, self.emax, out=self._b)):  # (an inf too, never a NaN)
-            if not np.isfinite(self._u, out=self._b).all():
-                return 0  # no clip turns an inf into a full effort: finite_guard's final check faults on it
-            np.clip(tau, -self.emax, self.emax, out=tau)
+        # |τ| over the limit (an inf too, never a NaN) → clipped, but for a non-finite value: no clip turns an inf into
+        # a full effort, finite_guard's final check faults on it
+        if kernels.clip_over(tau, self.emax) == 1:
             self.clamped += 1
         return 0
