@@ -614,7 +614,7 @@ class _Record:
         self.local = type("C", (), {})()
         self.local.published_time = np.zeros(1)
 
-    def read(self):
+    def refresh(self):  # (SeqlockRecord.refresh: a read when the writer published since)
         self.local.published_time[0] = self.published[0]
         return True
 
