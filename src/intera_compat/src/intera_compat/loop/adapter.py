@@ -41,12 +41,18 @@ class BackendAdapter:
     def __init__(self, backend: Backend, law: ControlLaw, mode: CommandMode):
         self.backend, self.law, self.mode = backend, law, mode
         self.command = HardwareCommand.zeros(len(backend.joint_names), mode)
+        self.forwarder = None  # a trajectory-only arm's path (forwarding.Forwarder: the loop wires it)
 
     def supports(self, cap) -> bool:
         return cap is None or self.backend.has(cap)
 
-    def write(self) -> None:
+    def write(self, driving, robot_active: bool, speed_override: float) -> int:
+        """This cycle's command to the arm — and to a trajectory-only arm the whole trajectory ``driving`` (the
+        source driving the arm) starts, its stop, its waypoints. Returns a fault code (the arm's controller runs
+        behind the reference) or 0."""
+        code = 0 if self.forwarder is None else self.forwarder.step(driving, robot_active, speed_override)
         self.backend.write(self.command)
+        return code
 
 
 def make_adapter(backend: Backend, cfg: RobotConfig, rm: RobotModel, dt: float) -> BackendAdapter:

@@ -131,11 +131,9 @@ class LoopCycle(CycleParts):
             self._fault(code, joint)
         if self.robot_wanted != self._backend_active:
             self._robot_edge()
-        if self.forwarder is not None:
-            code = self.forwarder.step(arb.active, self.robot_active, self.ch.control.local.speed_override[0])
-            if code:
-                self._fault(code, -1)
-        self.adapter.write()
+        code = self.adapter.write(arb.active, self.robot_active, self.ch.control.local.speed_override[0])
+        if code:
+            self._fault(code, -1)
         self.records.results()
         self.records.publish(now)
         self.now = now + self.dt

@@ -92,8 +92,8 @@ class CycleParts:
             self.admittance = self.interaction.law
         self.lag = LagCatchUp(backend, self.trajectory, dt)  # (time a clock backend's cycles lost: loop/lag.py)
         # a trajectory-only arm is handed each whole trajectory the trajectory source starts (loop/forwarding.py)
-        self.forwarder = Forwarder(backend, self.trajectory, self.position) if sup(Capability.TRAJECTORY_ONLY) \
-            else None
+        self.forwarder = self.adapter.forwarder = Forwarder(backend, self.trajectory, self.position) \
+            if sup(Capability.TRAJECTORY_ONLY) else None
         self.source_ids = {id(s): k for k, s in enumerate((self.brake, self.hold, self.position, self.velocity,
                                                             self.torque, self.stream, self.trajectory,
                                                             self.estop_hold, self.collision_hold, self.zero_g))}
