@@ -132,7 +132,6 @@ if [ "$WITH_SDK" = 0 ] && [ -d src/intera_sdk ]; then
 fi
 catkin build --no-status --no-notify -s $pkgs 2>&1 | tail -n 3
 # the realtime cycle's numba kernels compiled once into their cache (__pycache__ beside each module), so no robot
-# process compiles them at its start: building a cycle warms every kernel it uses
-(. ./env.sh && python -c "from intera_compat.loop.offline import OfflineLoop; OfflineLoop().step()") \
-  || { echo "setup: the realtime cycle does not build (above)" >&2; exit 1; }
+# process compiles them at its start (loop/warm.py)
+(. ./env.sh && python -m intera_compat.loop.warm) || { echo "setup: the cycle's kernels do not compile (above)" >&2; exit 1; }
 echo "setup ok: . ./env.sh"

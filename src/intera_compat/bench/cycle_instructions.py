@@ -152,6 +152,15 @@ def main() -> None:
     how = "whole-process difference" if a.whole else f"{TOGGLE} toggled"
     print(f"intera_compat: {where}; cycles {'; '.join(f'{m} {w[0]}..{w[1]}' for m, w in windows.items())} "
           f"(the trajectory after {a.settle} POSITION cycles); {how}", flush=True)
+    # numba's cache is keyed on the CPU, and valgrind's is another: the kernels are compiled for it once here, in a
+    # run that is not counted (else the first counted run would compile and the next load: the difference skewed)
+    warm = subprocess.run(["valgrind", "--tool=none", sys.executable, "-c",
+                           "import importlib.util as u, intera_compat.loop as l\n"
+                           "if u.find_spec('intera_compat.loop.warm'):\n"
+                           "    from intera_compat.loop.warm import warm_kernels; warm_kernels()"],
+                          env=env, capture_output=True, text=True)
+    if warm.returncode != 0:
+        raise RuntimeError(f"the kernels' warm-up under valgrind failed:\n{warm.stderr[-3000:]}")
     runs = {m: [] for m in a.modes}
     for _ in range(a.runs):
         for mode in a.modes:

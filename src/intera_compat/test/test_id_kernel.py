@@ -172,3 +172,14 @@ def test_a_gain_set_in_place_reaches_the_kernel():
     law.kp[3] = np.nan
     law.compute(hw, sp, cmd)
     assert np.isnan(cmd.effort).any()
+
+
+def test_gains_one_per_joint_or_refused():
+    """(the compiled kernel checks no bounds: a scalar or a short gain list would read and write past its buffers)"""
+    c = _CFG.control
+    n = len(_RM.joint_names)
+    with pytest.raises(ValueError, match="control.kp"):
+        InverseDynamicsLaw(_RM, 900.0, c["kd"], c["ki"], c["integral_limit"], 0.001)
+    with pytest.raises(ValueError, match="control.viscous"):
+        InverseDynamicsLaw(_RM, c["kp"], c["kd"], c["ki"], c["integral_limit"], 0.001, viscous=[0.1] * (n - 1))
+

@@ -1,6 +1,7 @@
 """The safety chain's compiled kernels (``safety/kernels.py``) against the numpy formulas they replace, on random
 inputs; and no kernel compiles inside the loop's cycles (``warm`` made every signature the plugins use)."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,18 +57,48 @@ def test_argmax_is_numpys_with_nans():
 
 
 def test_no_kernel_compiles_in_the_cycles():
-    from intera_compat.data.codes import POSITION_MODE
+    """Every kernel of the cycle (loop/warm.py's modules) has its signatures before the first cycle: none is added
+    by POSITION, TRAJECTORY and TORQUE streams (a compile inside a cycle would stall the arm for seconds)."""
+    from intera_compat.control import id_kernel
+    from intera_compat.data.codes import POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE
+    from intera_compat.hardware import sim_kernel
     from intera_compat.loop.offline import OfflineLoop
+    from intera_compat.sources import stream_kernel
     L = OfflineLoop()
     L.step()
-    jitted = [f for f in vars(kernels).values() if hasattr(f, "signatures")]
+    jitted = [f for m in (kernels, id_kernel, stream_kernel, sim_kernel) for f in vars(m).values()
+              if hasattr(f, "signatures")]
+    assert len(jitted) >= 10
     before = {f: len(f.signatures) for f in jitted}
-    target = L.arm_q + 0.3
+    assert sum(before.values()) >= 10  # (compiled already by the stages' construction; helpers called only from
+    # other kernels are compiled inside their callers and list no signature of their own)
+    names, target, v = L.cfg.joint_names, L.arm_q + 0.3, np.array([0.0, 0.0, 0.0, -0.2, 0.0, 0.0, 0.0])
     for k in range(300):
         if k % 10 == 0:
-            L.send(POSITION_MODE, L.cfg.joint_names, position=target)
+            L.send(POSITION_MODE, names, position=target)
         L.step()
+    here, t0 = L.arm_q, L.cycle.now
+    for k in range(200):
+        if k % 10 == 0:
+            L.send(TRAJECTORY_MODE, names, position=here + v * (L.cycle.now - t0), velocity=v,
+                   acceleration=np.zeros(7))
+        L.step()
+    for k in range(100):
+        if k % 10 == 0:
+            L.send(TORQUE_MODE, names, effort=np.zeros(7))
+        L.step()
+    assert L.cycle.counts["commands"] >= 60 and L.cycle.counts["faults"] == 0
     assert {f: len(f.signatures) for f in jitted} == before
+
+
+def test_a_zero_denominator_gives_numpy_infinities_not_an_exception():
+    """(error_model="numpy": a step limit of 0 — a joint configured with no velocity — slows the step to nothing as
+    the numpy code did, instead of raising ZeroDivisionError out of the cycle)"""
+    n = 3
+    f = kernels.step_fraction(np.zeros(n), np.array([0.1, 0.05, 0.0]), np.zeros(n), np.zeros(n, dtype=bool),
+                              np.array([0.0, 1.0, 1.0]), np.zeros(n))
+    with np.errstate(divide="ignore"):
+        assert f == max(np.abs([0.1, 0.05, 0.0]) / np.array([0.0, 1.0, 1.0])) == np.inf
 
 
 def _with_bad(rng, x):
@@ -156,3 +187,22 @@ def test_following_kernel_is_the_numpy_error(seed):
     E = np.zeros((2, N))
     assert kernels.following(E, q, pos, free) == np.abs(e).max()
     assert np.array_equal(E[0], e) and np.array_equal(E[1], np.abs(e))
+
+
+def test_the_safety_chain_begins_with_finite_guard():
+    """(every plugin after it reads only finite values — a kernel's max over a NaN would lose the avoidance's
+    slowdown; a config that orders it later is refused, as one that leaves it out)"""
+    import copy
+
+    from intera_compat.config import load_config
+    from intera_compat.model.robot_model import RobotModel
+    from intera_compat.safety.base import SafetyContext
+    from intera_compat.safety.chain_config import build_safety_chain
+    cfg = load_config()
+    rm = RobotModel(cfg)
+    assert build_safety_chain(cfg, 0.001, rm, SafetyContext(), True, True).plugins[0].name == "finite_guard"
+    for names in (["joint_limits", "finite_guard"], ["joint_limits"], []):
+        bad = copy.deepcopy(cfg)
+        bad.control["safety_chain"] = names
+        with pytest.raises(ValueError, match="must begin with finite_guard"):
+            build_safety_chain(bad, 0.001, rm, SafetyContext(), True, True)

@@ -19,7 +19,7 @@ KP, KD, KI_DT, ILIM, NILIM, BAND, VISCOUS, COULOMB = range(8)
 ROWS = 8
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def before_rnea(spq, spv, spa, free, q, v, gains, integral, at_limit, a, x, qp, vp, ap, perm, freeze, friction,
                 inv_vf):  # pragma: no cover (compiled)
     """The integral update, ``a`` (the commanded acceleration), ``x`` (the friction feed-forward) and RNEA's inputs
@@ -78,7 +78,7 @@ def before_rnea(spq, spv, spa, free, q, v, gains, integral, at_limit, a, x, qp, 
     return any_free
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def after_rnea(taup, perm, x, lim, tau, at_limit):  # pragma: no cover (compiled)
     """``tau`` = RNEA's torques (``taup``, pinocchio order) in config order + ``x``; True when a joint's torque passes
     its limit ``lim`` (the caller works the torques out within them), else ``at_limit`` cleared."""

@@ -47,7 +47,11 @@ class InverseDynamicsLaw(ControlLaw):
     def __init__(self, rm: RobotModel, kp, kd, ki, integral_limit, dt: float, viscous=None, coulomb=None,
                  friction_velocity: float = 0.02, effort_limit=None):
         self.rm = rm
-        n = len(np.atleast_1d(np.asarray(kp, float)))
+        n = len(rm.joint_names)  # (the compiled kernel checks no bounds: every gain row is one per joint, or refused)
+        for name, x in (("kp", kp), ("kd", kd), ("ki", ki), ("integral_limit", integral_limit), ("viscous", viscous),
+                        ("coulomb", coulomb)):
+            if x is not None and np.shape(x) != (n,):
+                raise ValueError(f"control.{name}: {n} values, one per joint (got shape {np.shape(x)})")
         # the gains, one row each of the matrix the compiled kernel reads (``kp`` … are views: set in place)
         self._gains = g = np.zeros((id_kernel.ROWS, n))
         g[id_kernel.KP] = kp

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def read(qpos, qvel, qfrc_act, qfrc_pas, qfrc_con, qadr, dadr, position, velocity, effort):  # pragma: no cover
     """position = qpos[qadr], velocity = qvel[dadr], effort = (actuator + passive) + constraint forces at dadr."""
     for j in range(position.shape[0]):
@@ -21,7 +21,7 @@ def read(qpos, qvel, qfrc_act, qfrc_pas, qfrc_con, qadr, dadr, position, velocit
         effort[j] = e + qfrc_con[d]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def clip(x, lo, hi, out):  # pragma: no cover (compiled)
     """out = min(max(x, lo), hi) (np.maximum then np.minimum: a NaN stays)."""
     for j in range(out.shape[0]):

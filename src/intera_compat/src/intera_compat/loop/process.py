@@ -29,6 +29,7 @@ from .cycle import LoopCycle
 from .lag import count_skipped, wall_clock_lags
 from .layouts import HIST_BINS, TICK_DIAGNOSTICS, TICK_JOINT_STATES, TICK_SAFETY, TICK_STATE_100HZ
 from .scheduler import Scheduler, die_with_parent, hold_idle_latency, raise_priority, setup_realtime
+from .warm import SLOW, warm_kernels
 
 LATE_US = 100.0
 
@@ -160,6 +161,10 @@ def run(args) -> int:
 
 def serve(args, cfg, rm, ch, backend, stop: StopRequest) -> int:
     """Connect the backend and run the cycle until ``stop`` is set or the control record asks for the end."""
+    took = warm_kernels()  # (before the arm is connected: a cold cache compiles for a minute or two)
+    if took > SLOW:
+        print(f"realtime loop: the cycle's numba kernels took {took:.0f} s to compile (their cache was cold; "
+              "./setup.sh fills it, NUMBA_CACHE_DIR moves it)", file=sys.stderr, flush=True)
     backend.connect()
     realtime = args.speedup == 1.0 and not args.sim_time
     wall_clock_lags(backend, realtime)

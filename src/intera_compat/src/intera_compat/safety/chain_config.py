@@ -43,6 +43,6 @@ def build_safety_chain(cfg: RobotConfig, dt: float, rm: RobotModel, ctx: SafetyC
     unknown = [x for x in names if x not in factories]
     if unknown:
         raise ValueError(f"control.safety_chain: unknown plugins {unknown} (known: {sorted(factories)})")
-    if "finite_guard" not in names:
-        raise ValueError("control.safety_chain must contain finite_guard")
+    if not names or names[0] != "finite_guard":  # (it repairs or faults a non-finite value before any plugin reads it)
+        raise ValueError(f"control.safety_chain must begin with finite_guard (got {names})")
     return SafetyChain([factories[x]() for x in names if effort or x != "collision_detection"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_jit = numba.njit(cache=True)  # (never nogil: releasing the GIL mid-cycle lets other threads run)
+_jit = numba.njit(cache=True, error_model="numpy")  # (never nogil: releasing the GIL mid-cycle lets other threads run)
 
 
 @_jit

@@ -12,7 +12,7 @@ import numpy as np
 REST_SPEED = 1e-6  # rad/s: a streamed velocity this small is a joint at rest (its sign is rounding)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _extrapolate_joint(tau, p, v, a, d):  # pragma: no cover (compiled)
     """One joint's (q, v, a) ``tau`` s on from (p, v, a); ``d`` its direction of motion (stream.py's doc)."""
     s = 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (0.0 if a == 0.0 else np.nan))  # np.sign
@@ -35,14 +35,14 @@ def _extrapolate_joint(tau, p, v, a, d):  # pragma: no cover (compiled)
     return q, vo, ao
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def extrapolate(tau, p, v, a, d, q, vo, ao):  # pragma: no cover (compiled)
     """``StreamSource._extrapolate``: the stored point (p, v, a) ``tau`` s on into (q, vo, ao)."""
     for j in range(p.shape[0]):
         q[j], vo[j], ao[j] = _extrapolate_joint(tau, p[j], v[j], a[j], d[j])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def sample(tau, p, v, a, d, q, vo, ao, block, torque_only, fixed, start):  # pragma: no cover (compiled)
     """``extrapolate`` and ``Setpoint.track`` of the result on joints ``start``… (``block``: the setpoint's q, v, a,
     tau rows)."""
@@ -58,7 +58,7 @@ def sample(tau, p, v, a, d, q, vo, ao, block, torque_only, fixed, start):  # pra
         fixed[k] = False
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _direction(v, d):  # pragma: no cover (compiled)
     """A joint's direction of motion: its velocity's sign, kept while it is at rest (|v| ≤ REST_SPEED)."""
     if abs(v) > REST_SPEED:
@@ -66,13 +66,13 @@ def _direction(v, d):  # pragma: no cover (compiled)
     return d
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def keep_direction(v, d):  # pragma: no cover (compiled)
     for j in range(v.shape[0]):
         d[j] = _direction(v[j], d[j])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def advance(tau, p, v, a, d, q, vo, ao):  # pragma: no cover (compiled)
     """``StreamSource._advance``: the stored point moved ``tau`` s along its extrapolation (also left in q, vo, ao), its
     direction of motion carried on."""
