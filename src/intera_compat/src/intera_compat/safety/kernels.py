@@ -125,15 +125,21 @@ def finite_output(block, last, lim):
         if abs(tau[i]) > lim[i]:
             over = True
     if over:
-        for i in range(tau.shape[0]):
-            t, l = tau[i], lim[i]
-            if t < -l:
-                t = -l
-            if t > l:
-                t = l
-            tau[i] = t
+        _clip(tau, lim)
     last[:] = block
     return j, over
+
+
+@_jit
+def _clip(tau, lim):
+    """tau ← tau clipped to ±lim, in place (a NaN stays NaN)."""
+    for i in range(tau.shape[0]):
+        t, l = tau[i], lim[i]
+        if t < -l:
+            t = -l
+        if t > l:
+            t = l
+        tau[i] = t
 
 
 # ---- torque_guard ------------------------------------------------------------------------------------------------
@@ -152,13 +158,7 @@ def clip_over(tau, lim):
         return 0
     if not finite:
         return 2
-    for i in range(tau.shape[0]):
-        t, l = tau[i], lim[i]
-        if t < -l:
-            t = -l
-        if t > l:
-            t = l
-        tau[i] = t
+    _clip(tau, lim)
     return 1
 
 
