@@ -48,6 +48,7 @@ PURE_MODULES = {
     "test_realtime_node_shutdown.py", "test_resample.py", "test_safe_sequences.py", "test_scheduler.py",
     "test_sdk_env.py", "test_simtime_shim.py", "test_stop_delivery.py", "test_trajectory.py", "test_ur_backend.py",
     "test_urdf_colors.py", "test_urdf_fragment.py",
+    "test_id_kernel.py", "test_safety_kernels.py", "test_sim_kernel.py", "test_stream_kernel.py",
     "test_fixture.py", "test_wave_hello.py", "test_rostests.py",
 }
 

@@ -112,7 +112,7 @@ class MotionControllerNode:
         self.sea_time = 0.0
         self.robot_state = None
         # suppress_collision_avoidance counts while it arrives faster than 1/suppress_timeout (5 Hz), on the loop's
-        # clock (rospy time: the loop's time under use_sim_time) and by the loop's rule (LoopCycle.suppressed)
+        # clock (rospy time: the loop's time under use_sim_time) and by the loop's rule (safety/suppression.py)
         self.suppress_period = float(cfg.control.get("suppress_timeout", 0.2))
         self.suppress_times = [-1e9, -1e9]
         self.tracking: Tracking | None = None
